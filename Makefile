@@ -1,0 +1,37 @@
+# weir — PGXS build.  `make installcheck` brings its own preloaded servers
+# (--temp-instance), so tests never touch a running cluster.
+
+MODULE_big = weir
+OBJS = \
+	src/weir.o \
+	src/clock.o \
+	src/shmem.o \
+	src/partition.o \
+	src/topic.o \
+	src/reader.o \
+	src/consumer.o \
+	src/catalog.o \
+	src/views.o \
+	src/launcher.o \
+	src/retention.o
+
+EXTENSION = weir
+DATA = weir--0.1.sql
+PGFILEDESC = "weir - stream processing inside PostgreSQL"
+
+PG_CPPFLAGS = -I$(srcdir)/src
+
+REGRESS = setup topic_create topic_read topic_poll topic_views
+REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
+
+ISOLATION = producers_reader producers_three consumer_sessions
+ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_isolation
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+EXTRA_CLEAN = tmp_regress tmp_isolation tmp_check output_iso results regression.diffs regression.out log
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

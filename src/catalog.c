@@ -1,0 +1,548 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Every SQL statement weir runs: its catalog tables (weir.topic,
+ *	  weir.consumer_position, weir.topic_time_index) and the statements it
+ *	  runs on topic tables.
+ *
+ * Catalog statements run as the owner of the weir schema with search_path
+ * pinned to pg_catalog (privileged_begin/end): the callers have already
+ * checked the user's rights on the topic itself, and users get no write
+ * access to the catalog.  Statements that create or drop a user's table run
+ * as the user.  All values travel as typed SPI parameters; identifiers go
+ * through quote_identifier.
+ *
+ * Every function here needs a transaction and may ereport.  Results are
+ * copied into the caller's memory context before SPI_finish.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/catalog.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "catalog.h"
+#include "topic.h"
+
+typedef struct Privilege
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} Privilege;
+
+static void
+privileged_begin(Privilege *p)
+{
+	Oid			nspid = get_namespace_oid("weir", false);
+	HeapTuple	tup;
+	Oid			owner;
+
+	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nspid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for namespace %u", nspid);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(&p->save_userid, &p->save_sec_context);
+	SetUserIdAndSecContext(owner, p->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	p->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+privileged_end(Privilege *p)
+{
+	SPI_finish();
+	AtEOXact_GUC(true, p->save_nestlevel);
+	SetUserIdAndSecContext(p->save_userid, p->save_sec_context);
+}
+
+/* Run one statement; errors if it does not return `expect`. */
+static void
+run(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
+	int expect)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls,
+										   false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "SPI_execute_with_args returned %s for: %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+static int64
+get_int8(int row, int col, bool *isnull)
+{
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+								  col, isnull);
+
+	return *isnull ? 0 : DatumGetInt64(d);
+}
+
+static int32
+get_int4(int row, int col, bool *isnull)
+{
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+								  col, isnull);
+
+	return *isnull ? 0 : DatumGetInt32(d);
+}
+
+static void
+fill_topic_row(int row, WeirTopicRow *out, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d;
+
+	out->id = get_int4(row, 1, &isnull);
+	out->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[row],
+												SPI_tuptable->tupdesc, 2, &isnull));
+	out->partitions = get_int4(row, 3, &isnull);
+	d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 4, &isnull);
+	out->key_column = isnull ? NULL :
+		MemoryContextStrdup(cxt, NameStr(*DatumGetName(d)));
+	d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 5, &isnull);
+	out->has_retention = !isnull;
+	if (!isnull)
+		out->retention = *DatumGetIntervalP(d);
+}
+
+#define TOPIC_COLUMNS "id, relid, partitions, key_column, retention"
+
+bool
+weir_catalog_topic_by_relid(Oid relid, WeirTopicRow *row)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Privilege	p;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+
+	privileged_begin(&p);
+	run("SELECT " TOPIC_COLUMNS " FROM weir.topic WHERE relid = $1",
+		1, types, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	if (found)
+		fill_topic_row(0, row, cxt);
+	privileged_end(&p);
+	return found;
+}
+
+/* All topics of this database (List of WeirTopicRow *), ordered by id. */
+List *
+weir_catalog_topics(bool with_retention_only)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Privilege	p;
+	List	   *result = NIL;
+
+	privileged_begin(&p);
+	run(with_retention_only ?
+		"SELECT " TOPIC_COLUMNS " FROM weir.topic WHERE retention IS NOT NULL ORDER BY id" :
+		"SELECT " TOPIC_COLUMNS " FROM weir.topic ORDER BY id",
+		0, NULL, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		WeirTopicRow *row = MemoryContextAllocZero(cxt, sizeof(WeirTopicRow));
+		MemoryContext oldcxt;
+
+		fill_topic_row(i, row, cxt);
+		oldcxt = MemoryContextSwitchTo(cxt);
+		result = lappend(result, row);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	privileged_end(&p);
+	return result;
+}
+
+/*
+ * Create the table of a new topic, as the calling user.  `columns` has been
+ * checked to parse as a plain column list (topic.c); the newline keeps a
+ * trailing comment in it from swallowing the primary key.
+ */
+void
+weir_catalog_create_topic_table(const char *qualified_name, const char *columns)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE TABLE %s (part integer NOT NULL, pos bigint NOT NULL, %s\n, PRIMARY KEY (part, pos))",
+					 qualified_name, columns);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE TRIGGER weir_produce BEFORE INSERT ON %s "
+					 "FOR EACH ROW EXECUTE FUNCTION weir._produce()",
+					 qualified_name);
+	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE TRIGGER weir_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON %s "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION weir._append_only()",
+					 qualified_name);
+	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "ALTER TABLE %s ENABLE ALWAYS TRIGGER weir_produce, "
+					 "ENABLE ALWAYS TRIGGER weir_append_only",
+					 qualified_name);
+	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	SPI_finish();
+}
+
+int32
+weir_catalog_topic_insert(Oid relid, int32 partitions, const char *key_column,
+						  Interval *retention)
+{
+	Privilege	p;
+	Oid			types[4] = {OIDOID, INT4OID, NAMEOID, INTERVALOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+	int32		id;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int32GetDatum(partitions);
+	if (key_column)
+		values[2] = DirectFunctionCall1(namein, CStringGetDatum(key_column));
+	else
+		nulls[2] = 'n';
+	if (retention)
+		values[3] = IntervalPGetDatum(retention);
+	else
+		nulls[3] = 'n';
+
+	privileged_begin(&p);
+	run("INSERT INTO weir.topic (relid, partitions, key_column, retention) "
+		"VALUES ($1, $2, $3, $4) RETURNING id",
+		4, types, values, nulls, SPI_OK_INSERT_RETURNING);
+	id = get_int4(0, 1, &isnull);
+	privileged_end(&p);
+	return id;
+}
+
+/* Forget a topic; returns its id, or 0 if the relation was not a topic. */
+int32
+weir_catalog_topic_delete(Oid relid)
+{
+	Privilege	p;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	int32		id = 0;
+
+	privileged_begin(&p);
+	run("DELETE FROM weir.topic WHERE relid = $1 RETURNING id",
+		1, types, values, NULL, SPI_OK_DELETE_RETURNING);
+	if (SPI_processed == 1)
+		id = get_int4(0, 1, &isnull);
+	privileged_end(&p);
+	return id;
+}
+
+void
+weir_catalog_topic_set_retention(Oid relid, Interval *retention)
+{
+	Privilege	p;
+	Oid			types[2] = {OIDOID, INTERVALOID};
+	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(retention)};
+	char		nulls[2] = {' ', retention ? ' ' : 'n'};
+
+	privileged_begin(&p);
+	run("UPDATE weir.topic SET retention = $2 WHERE relid = $1",
+		2, types, values, nulls, SPI_OK_UPDATE);
+	privileged_end(&p);
+}
+
+/* DROP TABLE, as the calling user (who has been checked to own it). */
+void
+weir_catalog_drop_table(Oid relid)
+{
+	StringInfoData sql;
+	char	   *nspname = get_namespace_name(get_rel_namespace(relid));
+	char	   *relname = get_rel_name(relid);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DROP TABLE %s",
+					 quote_qualified_identifier(nspname, relname));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	SPI_finish();
+}
+
+/* Committed rows per partition of a topic, as a palloc'd array. */
+int64 *
+weir_catalog_count_rows(Oid relid, int32 partitions)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int64	   *counts = MemoryContextAllocZero(cxt, sizeof(int64) * partitions);
+	StringInfoData sql;
+	Privilege	p;
+	bool		isnull;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT part, count(*) FROM %s GROUP BY part",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+												get_rel_name(relid)));
+	privileged_begin(&p);
+	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		int32		part = get_int4(i, 1, &isnull);
+
+		if (part >= 0 && part < partitions)
+			counts[part] = get_int8(i, 2, &isnull);
+	}
+	privileged_end(&p);
+	return counts;
+}
+
+/*
+ * Lock a consumer's positions (creating them at 0 on first use) and return
+ * them, one per partition.  The row locks serialise sessions of one consumer
+ * until the caller's transaction ends; in READ COMMITTED a waiting session
+ * then sees the positions its predecessor committed.
+ */
+int64 *
+weir_catalog_lock_consumer(int32 topic_id, const char *consumer, int32 partitions)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int64	   *positions = MemoryContextAllocZero(cxt, sizeof(int64) * partitions);
+	Privilege	p;
+	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
+	Datum		values[3];
+	bool		isnull;
+	const char *select_sql =
+		"SELECT part, pos FROM weir.consumer_position "
+		"WHERE topic_id = $1 AND consumer = $2 ORDER BY part FOR UPDATE";
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(consumer);
+	values[2] = Int32GetDatum(partitions);
+
+	privileged_begin(&p);
+	run(select_sql, 2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed < (uint64) partitions)
+	{
+		run("INSERT INTO weir.consumer_position (topic_id, consumer, part, pos) "
+			"SELECT $1, $2, g, 0 FROM generate_series(0, $3 - 1) g "
+			"ON CONFLICT DO NOTHING",
+			3, types, values, NULL, SPI_OK_INSERT);
+		run(select_sql, 2, types, values, NULL, SPI_OK_SELECT);
+	}
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		int32		part = get_int4(i, 1, &isnull);
+
+		if (part >= 0 && part < partitions)
+			positions[part] = get_int8(i, 2, &isnull);
+	}
+	privileged_end(&p);
+	return positions;
+}
+
+void
+weir_catalog_set_consumer_position(int32 topic_id, const char *consumer,
+								   int32 part, int64 position)
+{
+	Privilege	p;
+	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, INT8OID};
+	Datum		values[4];
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(consumer);
+	values[2] = Int32GetDatum(part);
+	values[3] = Int64GetDatum(position);
+	privileged_begin(&p);
+	run("INSERT INTO weir.consumer_position (topic_id, consumer, part, pos) "
+		"VALUES ($1, $2, $3, $4) ON CONFLICT (topic_id, consumer, part) "
+		"DO UPDATE SET pos = excluded.pos, updated_at = now()",
+		4, types, values, NULL, SPI_OK_INSERT);
+	privileged_end(&p);
+}
+
+bool
+weir_catalog_drop_consumer(int32 topic_id, const char *consumer)
+{
+	Privilege	p;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	bool		found;
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = CStringGetTextDatum(consumer);
+	privileged_begin(&p);
+	run("DELETE FROM weir.consumer_position WHERE topic_id = $1 AND consumer = $2",
+		2, types, values, NULL, SPI_OK_DELETE);
+	found = SPI_processed > 0;
+	privileged_end(&p);
+	return found;
+}
+
+/* The lowest committed position of any consumer; false if none exists. */
+bool
+weir_catalog_min_consumer_position(int32 topic_id, int32 part, int64 *position)
+{
+	Privilege	p;
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		values[2] = {Int32GetDatum(topic_id), Int32GetDatum(part)};
+	bool		isnull;
+
+	privileged_begin(&p);
+	run("SELECT min(pos) FROM weir.consumer_position "
+		"WHERE topic_id = $1 AND part = $2",
+		2, types, values, NULL, SPI_OK_SELECT);
+	*position = get_int8(0, 1, &isnull);
+	privileged_end(&p);
+	return !isnull;
+}
+
+bool
+weir_catalog_latest_sample(int32 topic_id, int32 part, int64 *position,
+						   TimestampTz *at)
+{
+	Privilege	p;
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		values[2] = {Int32GetDatum(topic_id), Int32GetDatum(part)};
+	bool		found;
+	bool		isnull;
+
+	privileged_begin(&p);
+	run("SELECT pos, sampled_at FROM weir.topic_time_index "
+		"WHERE topic_id = $1 AND part = $2 ORDER BY sampled_at DESC LIMIT 1",
+		2, types, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	if (found)
+	{
+		*position = get_int8(0, 1, &isnull);
+		*at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	privileged_end(&p);
+	return found;
+}
+
+void
+weir_catalog_add_sample(int32 topic_id, int32 part, int64 position,
+						TimestampTz at)
+{
+	Privilege	p;
+	Oid			types[4] = {INT4OID, INT4OID, INT8OID, TIMESTAMPTZOID};
+	Datum		values[4];
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = Int32GetDatum(part);
+	values[2] = Int64GetDatum(position);
+	values[3] = TimestampTzGetDatum(at);
+	privileged_begin(&p);
+	run("INSERT INTO weir.topic_time_index (topic_id, part, pos, sampled_at) "
+		"VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+		4, types, values, NULL, SPI_OK_INSERT);
+	privileged_end(&p);
+}
+
+/* Highest sampled position produced at or before cutoff, 0 if none. */
+int64
+weir_catalog_retention_bound(int32 topic_id, int32 part, TimestampTz cutoff)
+{
+	Privilege	p;
+	Oid			types[3] = {INT4OID, INT4OID, TIMESTAMPTZOID};
+	Datum		values[3];
+	bool		isnull;
+	int64		bound;
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = Int32GetDatum(part);
+	values[2] = TimestampTzGetDatum(cutoff);
+	privileged_begin(&p);
+	run("SELECT max(pos) FROM weir.topic_time_index "
+		"WHERE topic_id = $1 AND part = $2 AND sampled_at <= $3",
+		3, types, values, NULL, SPI_OK_SELECT);
+	bound = get_int8(0, 1, &isnull);
+	privileged_end(&p);
+	return bound;
+}
+
+/* Samples at or below a trimmed position are of no further use. */
+void
+weir_catalog_forget_samples(int32 topic_id, int32 part, int64 upto_position)
+{
+	Privilege	p;
+	Oid			types[3] = {INT4OID, INT4OID, INT8OID};
+	Datum		values[3];
+
+	values[0] = Int32GetDatum(topic_id);
+	values[1] = Int32GetDatum(part);
+	values[2] = Int64GetDatum(upto_position);
+	privileged_begin(&p);
+	run("DELETE FROM weir.topic_time_index "
+		"WHERE topic_id = $1 AND part = $2 AND pos <= $3",
+		3, types, values, NULL, SPI_OK_DELETE);
+	privileged_end(&p);
+}
+
+/*
+ * Retention's delete of the rows from_position..to_position of a partition;
+ * the append-only trigger lets it through while weir_topic_trimming is set.
+ */
+int64
+weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
+						 int64 to_position)
+{
+	StringInfoData sql;
+	Privilege	p;
+	Oid			types[3] = {INT4OID, INT8OID, INT8OID};
+	Datum		values[3];
+	int64		deleted;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s WHERE part = $1 AND pos >= $2 AND pos <= $3",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+												get_rel_name(relid)));
+	values[0] = Int32GetDatum(part);
+	values[1] = Int64GetDatum(from_position);
+	values[2] = Int64GetDatum(to_position);
+
+	privileged_begin(&p);
+	weir_topic_trimming = true;
+	PG_TRY();
+	{
+		run(sql.data, 3, types, values, NULL, SPI_OK_DELETE);
+	}
+	PG_FINALLY();
+	{
+		weir_topic_trimming = false;
+	}
+	PG_END_TRY();
+	deleted = (int64) SPI_processed;
+	privileged_end(&p);
+	return deleted;
+}

@@ -1,0 +1,238 @@
+/*-------------------------------------------------------------------------
+ *
+ * reader.c
+ *	  Reading topic partitions by position, and weir.read().
+ *
+ * Rows are read through the (part, pos) primary key with the low-level
+ * index scan API: no SPI and no executor, since this is the path every
+ * consumer and pipeline takes.  The caller supplies the snapshot; readers of
+ * a partition must compute its stable bound (partition.c) *before* taking it.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/reader.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parse_type.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#include "partition.h"
+#include "reader.h"
+#include "topic.h"
+
+static Relation
+open_position_index(Relation rel)
+{
+	Oid			indexoid;
+
+	(void) RelationGetIndexList(rel);	/* makes rd_pkindex valid */
+	indexoid = rel->rd_pkindex;
+	if (!OidIsValid(indexoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("topic \"%s\" has no primary key on (part, pos)",
+						RelationGetRelationName(rel)),
+				 errhint("Recreate the topic with weir.create_topic().")));
+	return index_open(indexoid, AccessShareLock);
+}
+
+static int64
+slot_position(TupleTableSlot *slot)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, WEIR_TOPIC_POS_ATTNUM, &isnull);
+
+	Assert(!isnull);
+	return DatumGetInt64(d);
+}
+
+/*
+ * The newest (or oldest) committed position of a partition, 0 if it is
+ * empty.  Uses the latest snapshot, so it sees every committed row.
+ */
+int64
+weir_reader_edge_position(Relation rel, int32 part, bool newest)
+{
+	Relation	index = open_position_index(rel);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ScanKeyData key;
+	IndexScanDesc scan;
+	int64		position = 0;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(part));
+	scan = index_beginscan(rel, index, snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, newest ? BackwardScanDirection : ForwardScanDirection, slot))
+		position = slot_position(slot);
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	index_close(index, AccessShareLock);
+	return position;
+}
+
+/*
+ * Append to `out` the rows of partition `part` with after < pos < bound, in
+ * position order, at most max_rows of them, as seen by `snapshot`.  Returns
+ * the number of rows; *last_position is the position of the last one (left
+ * unchanged when there is none).
+ */
+int64
+weir_reader_scan(Relation rel, int32 part, int64 after, int64 bound,
+				 int64 max_rows, Snapshot snapshot, Tuplestorestate *out,
+				 int64 *last_position)
+{
+	Relation	index;
+	TupleTableSlot *slot;
+	ScanKeyData keys[3];
+	IndexScanDesc scan;
+	int64		nrows = 0;
+
+	if (max_rows <= 0 || after + 1 >= bound)
+		return 0;
+
+	index = open_position_index(rel);
+	slot = table_slot_create(rel, NULL);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(part));
+	ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+	ScanKeyInit(&keys[2], 2, BTLessStrategyNumber, F_INT8LT, Int64GetDatum(bound));
+	scan = index_beginscan(rel, index, snapshot, 3, 0);
+	index_rescan(scan, keys, 3, NULL, 0);
+	while (nrows < max_rows &&
+		   index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		tuplestore_puttupleslot(out, slot);
+		*last_position = slot_position(slot);
+		nrows++;
+		if ((nrows & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	return nrows;
+}
+
+/*
+ * The topic table named by a polymorphic "topic" argument: its row type,
+ * as in weir.read(NULL::orders, ...).
+ */
+Oid
+weir_reader_topic_relid(FunctionCallInfo fcinfo, const char *fname)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	Oid			relid = OidIsValid(argtype) ? typeOrDomainTypeRelid(argtype) : InvalidOid;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("argument \"topic\" of %s must be the row type of a topic", fname),
+				 errhint("Pass a null of the topic's row type, as in %s(NULL::orders, ...).", fname)));
+	return relid;
+}
+
+/* Readers need SELECT on the topic; row-level security cannot be honoured. */
+void
+weir_reader_check_access(Relation rel)
+{
+	AclResult	aclresult;
+
+	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read topic \"%s\" with row-level security enabled",
+						RelationGetRelationName(rel)),
+				 errhint("Disable row-level security on the topic table, or read it with a role that bypasses it.")));
+}
+
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", name)));
+}
+
+/*
+ * weir.read(topic anyelement, partition int, after_position bigint,
+ *			 max_rows int) RETURNS SETOF anyelement
+ *
+ * Rows of one partition after a position, below its stable bound: every row
+ * returned is committed, and every committed row below the last one returned
+ * has been returned by this or an earlier call from the same position.
+ */
+PG_FUNCTION_INFO_V1(weir_read);
+Datum
+weir_read(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = weir_reader_topic_relid(fcinfo, "weir.read");
+	Relation	rel;
+	WeirTopic  *topic;
+	int32		part;
+	int64		after;
+	int32		max_rows;
+	int			slotno;
+	WeirPartitionInfo info;
+	Snapshot	snapshot;
+	int64		last = 0;
+
+	require_arg(fcinfo, 1, "partition");
+	require_arg(fcinfo, 2, "after_position");
+	require_arg(fcinfo, 3, "max_rows");
+	part = PG_GETARG_INT32(1);
+	after = PG_GETARG_INT64(2);
+	max_rows = PG_GETARG_INT32(3);
+	if (after < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("after_position must not be negative"),
+				 errhint("Positions start at 1; pass 0 to read from the beginning.")));
+	if (max_rows < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rows must not be negative")));
+
+	rel = table_open(relid, AccessShareLock);
+	weir_reader_check_access(rel);
+	topic = weir_topic_get(rel);
+	weir_topic_check_partition(topic, rel, part);
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	slotno = weir_topic_partition_slotno(topic, rel, part);
+	weir_partition_info(slotno, &info);
+	/* the snapshot must be taken after the bound: see partition.c */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	weir_reader_scan(rel, part, after, info.stable_bound, max_rows, snapshot,
+					 rsinfo->setResult, &last);
+	UnregisterSnapshot(snapshot);
+
+	table_close(rel, NoLock);
+	return (Datum) 0;
+}

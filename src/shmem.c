@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.c
+ *	  Fixed shared memory of weir: the launcher's identity and the array of
+ *	  topic partition slots.
+ *
+ * Sizes come from weir.max_partitions and MaxBackends (a slot holds one
+ * producer registration per backend, since a backend runs one transaction at
+ * a time and registers at most once per partition in it).  The whole struct
+ * is rebuilt at every postmaster (re)initialisation: after a crash, counters
+ * are rebuilt lazily from the topic tables (partition.c).
+ *
+ * Locks: WeirShmem.lock (the single LWLock of the named tranche "weir")
+ * protects slot assignment and the launcher fields; each slot has its own
+ * LWLock in tranche "weir_partition".  Order: WeirShmem.lock before a slot's
+ * lock, never the reverse.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/shmem.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+
+#include "shmem.h"
+#include "weir.h"
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static WeirShmem *weir_shared = NULL;
+
+static Size
+slot_size(void)
+{
+	return MAXALIGN(offsetof(WeirPartitionSlot, regs) +
+					mul_size(MaxBackends, sizeof(WeirProducerReg)));
+}
+
+static Size
+shmem_size(void)
+{
+	return add_size(MAXALIGN(offsetof(WeirShmem, slots)),
+					mul_size(weir_max_partitions, slot_size()));
+}
+
+static void
+weir_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(shmem_size());
+	RequestNamedLWLockTranche("weir", 1);
+}
+
+static void
+weir_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	weir_shared = ShmemInitStruct("weir shared state", shmem_size(), &found);
+	if (!found)
+	{
+		memset(weir_shared, 0, offsetof(WeirShmem, slots));
+		weir_shared->lock = &(GetNamedLWLockTranche("weir"))->lock;
+		weir_shared->partition_tranche = LWLockNewTrancheId();
+		weir_shared->nslots = weir_max_partitions;
+		weir_shared->slot_size = slot_size();
+		for (int i = 0; i < weir_shared->nslots; i++)
+		{
+			WeirPartitionSlot *slot = weir_shmem_slot(i);
+
+			LWLockInitialize(&slot->lock, weir_shared->partition_tranche);
+			slot->dboid = InvalidOid;
+			slot->topic_id = 0;
+			slot->part = 0;
+			slot->initialised = false;
+			pg_atomic_init_u64(&slot->next_position, 1);
+			slot->nregs = 0;
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+
+	/* every process that forks from here knows the tranche by name */
+	LWLockRegisterTranche(weir_shared->partition_tranche, "weir_partition");
+}
+
+void
+weir_shmem_install_hooks(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = weir_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = weir_shmem_startup;
+}
+
+/*
+ * The shared struct, or an error if this server did not preload weir (the
+ * library was loaded into one backend only, so no shared memory exists).
+ */
+WeirShmem *
+weir_shmem(void)
+{
+	if (weir_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("weir must be loaded via shared_preload_libraries"),
+				 errhint("Add weir to shared_preload_libraries in postgresql.conf and restart the server.")));
+	return weir_shared;
+}
+
+WeirPartitionSlot *
+weir_shmem_slot(int slotno)
+{
+	Assert(slotno >= 0 && slotno < weir_shared->nslots);
+	return (WeirPartitionSlot *) (weir_shared->slots +
+								  (Size) slotno * weir_shared->slot_size);
+}
+
+/* Set the launcher's latch, if a launcher is running. */
+void
+weir_shmem_wake_launcher(void)
+{
+	Latch	   *latch = NULL;
+
+	if (weir_shared == NULL)
+		return;
+	LWLockAcquire(weir_shared->lock, LW_SHARED);
+	if (weir_shared->launcher_pid != 0)
+		latch = weir_shared->launcher_latch;
+	LWLockRelease(weir_shared->lock);
+	if (latch)
+		SetLatch(latch);
+}

@@ -1,0 +1,124 @@
+/*-------------------------------------------------------------------------
+ *
+ * weir.c
+ *	  Library entry point: GUCs, shared memory hooks, the launcher worker.
+ *
+ * weir needs shared memory for topic partition counters and producer
+ * registrations, and a launcher background worker; both exist only when the
+ * library is in shared_preload_libraries.  A backend that loads the library
+ * later (CREATE EXTENSION in a server without it) still defines the GUCs, but
+ * weir_preloaded stays false and the install script refuses to proceed.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/weir.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "utils/guc.h"
+
+#include "clock.h"
+#include "launcher.h"
+#include "partition.h"
+#include "shmem.h"
+#include "weir.h"
+
+PG_MODULE_MAGIC;
+
+bool		weir_preloaded = false;
+char	   *weir_database = NULL;
+int			weir_max_partitions = 1024;
+int			weir_launcher_naptime = 1000;
+int			weir_retention_batch_size = 10000;
+int			weir_time_index_interval = 10000;
+
+static void
+define_gucs(void)
+{
+	DefineCustomStringVariable("weir.database",
+							   "Database in which the weir launcher runs background work.",
+							   "Retention (and, later, pipelines) run only in this database.",
+							   &weir_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.max_partitions",
+							"Maximum number of topic partitions in use at once, over all topics and databases.",
+							"Each partition takes a slot of shared memory sized by max_connections.",
+							&weir_max_partitions,
+							1024, 1, 65536,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.launcher_naptime",
+							"Time the launcher sleeps between rounds of background work.",
+							NULL,
+							&weir_launcher_naptime,
+							1000, 10, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.retention_batch_size",
+							"Rows deleted per transaction when retention trims a topic.",
+							NULL,
+							&weir_retention_batch_size,
+							10000, 1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.time_index_interval",
+							"Time between samples of topic head positions used by retention.",
+							"Retention keeps a row at most this much longer than the topic's retention.",
+							&weir_time_index_interval,
+							10000, 10, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	weir_clock_define_gucs();
+
+	MarkGUCPrefixReserved("weir");
+}
+
+void
+_PG_init(void)
+{
+	define_gucs();
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	weir_preloaded = true;
+	weir_shmem_install_hooks();
+	weir_launcher_register();
+}
+
+/*
+ * weir._check_preloaded(): called by the install script, so that CREATE
+ * EXTENSION fails early and clearly in a server that did not preload weir.
+ */
+PG_FUNCTION_INFO_V1(weir_check_preloaded);
+Datum
+weir_check_preloaded(PG_FUNCTION_ARGS)
+{
+	if (!weir_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("weir must be loaded via shared_preload_libraries"),
+				 errdetail("weir keeps topic positions and pipeline state in shared memory, which can only be reserved at server start."),
+				 errhint("Add weir to shared_preload_libraries in postgresql.conf and restart the server.")));
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * weir.h
+ *	  GUC variables and process-wide flags of the weir extension.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/weir.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_WEIR_H
+#define WEIR_WEIR_H
+
+/* true in processes forked from a postmaster that preloaded the library */
+extern bool weir_preloaded;
+
+extern char *weir_database;
+extern int	weir_max_partitions;
+extern int	weir_launcher_naptime;		/* ms */
+extern int	weir_retention_batch_size;	/* rows per delete transaction */
+extern int	weir_time_index_interval;	/* ms between head samples */
+
+extern void _PG_init(void);
+
+#endif							/* WEIR_WEIR_H */

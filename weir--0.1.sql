@@ -1,0 +1,228 @@
+/* weir--0.1.sql: the weir schema, its catalog tables, functions and views */
+
+\echo Use "CREATE EXTENSION weir" to load this file. \quit
+
+-- Refuse to install into a server that did not preload the library: topics
+-- need the shared memory that only shared_preload_libraries can reserve.
+CREATE FUNCTION weir._check_preloaded() RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'weir_check_preloaded';
+SELECT weir._check_preloaded();
+
+------------------------------------------------------------------------------
+-- Catalog.  Readable by everyone (it holds names and positions, no data);
+-- written only by weir's functions, which check the caller's privileges on
+-- the topic table itself.
+------------------------------------------------------------------------------
+
+CREATE TABLE weir.topic (
+	id			integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	relid		oid NOT NULL UNIQUE,		-- the topic table
+	partitions	integer NOT NULL CHECK (partitions >= 1),
+	key_column	name,						-- NULL: producers pick the partition
+	retention	interval,					-- NULL: keep rows forever
+	created_at	timestamptz NOT NULL DEFAULT now()
+);
+
+-- A consumer's committed position per partition: rows with pos <= position
+-- have been consumed.  Written by weir.poll() in the caller's transaction.
+CREATE TABLE weir.consumer_position (
+	topic_id	integer NOT NULL REFERENCES weir.topic ON DELETE CASCADE,
+	consumer	text NOT NULL,
+	part		integer NOT NULL,
+	pos			bigint NOT NULL CHECK (pos >= 0),
+	updated_at	timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (topic_id, consumer, part)
+);
+
+-- The time index used by retention: "every row of this partition with
+-- pos <= this sample's pos was produced before sampled_at".  The launcher samples
+-- head positions; retention deletes below the newest sample older than the
+-- topic's retention.
+CREATE TABLE weir.topic_time_index (
+	topic_id	integer NOT NULL REFERENCES weir.topic ON DELETE CASCADE,
+	part		integer NOT NULL,
+	pos			bigint NOT NULL,
+	sampled_at	timestamptz NOT NULL,
+	PRIMARY KEY (topic_id, part, sampled_at)
+);
+
+GRANT USAGE ON SCHEMA weir TO PUBLIC;
+GRANT SELECT ON weir.topic, weir.consumer_position, weir.topic_time_index TO PUBLIC;
+
+------------------------------------------------------------------------------
+-- Topics
+------------------------------------------------------------------------------
+
+CREATE FUNCTION weir.create_topic(
+	name text,
+	columns text,
+	partitions integer DEFAULT 1,
+	key text DEFAULT NULL,
+	retention interval DEFAULT NULL)
+RETURNS regclass
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_create_topic';
+COMMENT ON FUNCTION weir.create_topic(text, text, integer, text, interval) IS
+	'create a topic: a table with columns part, pos and the given columns';
+
+CREATE FUNCTION weir.drop_topic(topic regclass)
+RETURNS void
+	LANGUAGE C STRICT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_drop_topic';
+COMMENT ON FUNCTION weir.drop_topic(regclass) IS
+	'drop a topic, its table, its consumers and its time index';
+
+CREATE FUNCTION weir.alter_topic_retention(topic regclass, retention interval)
+RETURNS void
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_alter_topic_retention';
+COMMENT ON FUNCTION weir.alter_topic_retention(regclass, interval) IS
+	'set (or with NULL remove) the retention of a topic';
+
+-- Row trigger on every topic table: assigns partition and position.
+CREATE FUNCTION weir._produce() RETURNS trigger
+	LANGUAGE C AS 'MODULE_PATHNAME', 'weir_produce';
+
+-- Statement trigger on every topic table: topics are append-only.
+CREATE FUNCTION weir._append_only() RETURNS trigger
+	LANGUAGE C AS 'MODULE_PATHNAME', 'weir_append_only';
+
+CREATE FUNCTION weir.read(
+	topic anyelement,
+	partition integer,
+	after_position bigint DEFAULT 0,
+	max_rows integer DEFAULT 1000)
+RETURNS SETOF anyelement
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 1000
+	AS 'MODULE_PATHNAME', 'weir_read';
+COMMENT ON FUNCTION weir.read(anyelement, integer, bigint, integer) IS
+	'rows of one partition after a position that are safe to consume (call as weir.read(NULL::topic, ...))';
+
+CREATE FUNCTION weir.poll(
+	topic anyelement,
+	consumer text,
+	max_rows integer DEFAULT 1000)
+RETURNS SETOF anyelement
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 1000
+	AS 'MODULE_PATHNAME', 'weir_poll';
+COMMENT ON FUNCTION weir.poll(anyelement, text, integer) IS
+	'next rows for a consumer; advances its positions in the calling transaction';
+
+CREATE FUNCTION weir.seek(
+	topic regclass,
+	consumer text,
+	partition integer,
+	committed_position bigint)
+RETURNS void
+	LANGUAGE C STRICT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_seek';
+COMMENT ON FUNCTION weir.seek(regclass, text, integer, bigint) IS
+	'set a consumer''s committed position in one partition';
+
+CREATE FUNCTION weir.drop_consumer(topic regclass, consumer text)
+RETURNS boolean
+	LANGUAGE C STRICT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_drop_consumer';
+COMMENT ON FUNCTION weir.drop_consumer(regclass, text) IS
+	'forget a consumer and its positions; true if it existed';
+
+CREATE FUNCTION weir.run_retention(topic regclass DEFAULT NULL)
+RETURNS bigint
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_run_retention';
+COMMENT ON FUNCTION weir.run_retention(regclass) IS
+	'apply retention now (normally the launcher does it); returns rows deleted';
+
+------------------------------------------------------------------------------
+-- Views
+------------------------------------------------------------------------------
+
+-- Live per-partition state from shared memory and the topic table.
+CREATE FUNCTION weir._topic_partition_state(
+	OUT topic_id integer,
+	OUT topic regclass,
+	OUT partition integer,
+	OUT head_position bigint,
+	OUT stable_position bigint,
+	OUT open_producers integer,
+	OUT oldest_producer_pid integer,
+	OUT oldest_producer_position bigint,
+	OUT oldest_producer_since timestamptz,
+	OUT rows bigint,
+	with_rows boolean DEFAULT true)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_topic_partition_state';
+
+CREATE VIEW weir.topic_partitions AS
+	SELECT topic, partition, rows, head_position, stable_position,
+		   open_producers, oldest_producer_pid, oldest_producer_position,
+		   oldest_producer_since
+	  FROM weir._topic_partition_state();
+COMMENT ON VIEW weir.topic_partitions IS
+	'one row per topic partition: rows, last assigned position, last stable position, open producers';
+
+CREATE VIEW weir.topic_consumers AS
+	SELECT t.relid::regclass AS topic, c.consumer, c.part AS partition,
+		   c.pos AS committed_position,
+		   greatest(s.head_position - c.pos, 0) AS lag,
+		   c.updated_at
+	  FROM weir.consumer_position c
+	  JOIN weir.topic t ON t.id = c.topic_id
+	  LEFT JOIN weir._topic_partition_state(with_rows => false) s
+		ON s.topic_id = c.topic_id AND s.partition = c.part;
+COMMENT ON VIEW weir.topic_consumers IS
+	'one row per consumer and partition: committed position and lag in positions';
+
+CREATE VIEW weir.topics AS
+	WITH s AS (SELECT * FROM weir._topic_partition_state())
+	SELECT t.relid::regclass AS topic,
+		   t.partitions,
+		   t.key_column,
+		   t.retention,
+		   (SELECT sum(s.rows) FROM s WHERE s.topic_id = t.id)::bigint AS rows,
+		   ARRAY(SELECT s.head_position FROM s
+				  WHERE s.topic_id = t.id ORDER BY s.partition) AS head_positions,
+		   ARRAY(SELECT s.stable_position FROM s
+				  WHERE s.topic_id = t.id ORDER BY s.partition) AS stable_positions,
+		   (SELECT coalesce(jsonb_object_agg(c.consumer, c.positions), '{}')
+			  FROM (SELECT consumer, jsonb_agg(pos ORDER BY part) AS positions
+					  FROM weir.consumer_position
+					 WHERE topic_id = t.id GROUP BY consumer) c) AS consumers,
+		   t.created_at
+	  FROM weir.topic t;
+COMMENT ON VIEW weir.topics IS
+	'one row per topic: partitions, rows, head and stable positions per partition, consumers and their committed positions, retention';
+
+GRANT SELECT ON weir.topics, weir.topic_partitions, weir.topic_consumers TO PUBLIC;
+
+------------------------------------------------------------------------------
+-- Dropping a topic table by any route (weir.drop_topic, DROP TABLE, DROP
+-- SCHEMA ... CASCADE) forgets the topic.
+------------------------------------------------------------------------------
+
+CREATE FUNCTION weir._forget_topic(topic_relid oid) RETURNS void
+	LANGUAGE C STRICT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_forget_topic';
+
+CREATE FUNCTION weir._on_sql_drop() RETURNS event_trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	dropped oid;
+BEGIN
+	FOR dropped IN
+		SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+		 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+		   AND d.object_type = 'table'
+	LOOP
+		PERFORM weir._forget_topic(dropped);
+	END LOOP;
+END
+$$;
+
+CREATE EVENT TRIGGER weir_forget_dropped_topics ON sql_drop
+	EXECUTE FUNCTION weir._on_sql_drop();
+
+REVOKE ALL ON FUNCTION weir._forget_topic(oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION weir._check_preloaded() FROM PUBLIC;
