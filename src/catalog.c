@@ -188,7 +188,7 @@ weir_catalog_create_topic_table(const char *qualified_name, const char *columns)
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "CREATE TABLE %s (part integer NOT NULL, pos bigint NOT NULL, %s\n, PRIMARY KEY (part, pos))",
+					 "CREATE TABLE %s (part integer NOT NULL DEFAULT -1, pos bigint NOT NULL DEFAULT 0, %s\n, PRIMARY KEY (part, pos))",
 					 qualified_name, columns);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

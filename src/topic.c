@@ -202,7 +202,8 @@ weir_topic_partition_slotno(WeirTopic *topic, Relation rel, int32 part)
 
 /*
  * The partition a new row goes to: its own part value if given, else a hash
- * of its key, else the producing backend's partition (rows of one producer
+ * of its key (part left at its default, -1, or NULL), else the producing
+ * backend's partition (rows of one producer
  * stay together, and its transaction registers on one partition only).
  */
 static int32
@@ -213,7 +214,7 @@ choose_partition(WeirTopic *topic, Relation rel, HeapTuple tuple)
 	Datum		value;
 
 	value = heap_getattr(tuple, WEIR_TOPIC_PART_ATTNUM, desc, &isnull);
-	if (!isnull)
+	if (!isnull && DatumGetInt32(value) != -1)
 	{
 		int32		part = DatumGetInt32(value);
 
@@ -240,16 +241,42 @@ choose_partition(WeirTopic *topic, Relation rel, HeapTuple tuple)
 	return (int32) ((uint32) MyProcPid % (uint32) topic->partitions);
 }
 
+/*
+ * Write part and pos into a tuple in place, when it holds both as non-null
+ * values (the columns default to -1 and 0, so rows from INSERT and COPY do).
+ * They are the first two attributes, int4 at offset 0 and int8 at the next
+ * 8-byte boundary, whatever follows; re-forming the whole tuple per row
+ * would cost a deform and a form.  The executor materialized trigtuple for
+ * us and will deform it afresh (ExecFetchSlotHeapTuple resets tts_nvalid).
+ */
+static bool
+set_position_in_place(HeapTuple tuple, int32 part, int64 pos)
+{
+	HeapTupleHeader header = tuple->t_data;
+	char	   *data;
+
+	if (HeapTupleHasNulls(tuple) &&
+		(att_isnull(WEIR_TOPIC_PART_ATTNUM - 1, header->t_bits) ||
+		 att_isnull(WEIR_TOPIC_POS_ATTNUM - 1, header->t_bits)))
+		return false;
+	data = (char *) header + header->t_hoff;
+	*(int32 *) data = part;
+	*(int64 *) (data + sizeof(int64)) = pos;
+	return true;
+}
+
 /* BEFORE INSERT FOR EACH ROW trigger of every topic table. */
 PG_FUNCTION_INFO_V1(weir_produce);
 Datum
 weir_produce(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	static WeirTopic *last_topic = NULL;	/* rows come in runs */
 	Relation	rel;
+	HeapTuple	tuple;
 	WeirTopic  *topic;
 	int32		part;
-	int			slotno;
+	int64		pos;
 	int			cols[2] = {WEIR_TOPIC_PART_ATTNUM, WEIR_TOPIC_POS_ATTNUM};
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
@@ -261,14 +288,19 @@ weir_produce(PG_FUNCTION_ARGS)
 		elog(ERROR, "weir_produce must be fired BEFORE INSERT FOR EACH ROW");
 
 	rel = trigdata->tg_relation;
-	topic = weir_topic_get(rel);
-	part = choose_partition(topic, rel, trigdata->tg_trigtuple);
-	slotno = weir_topic_partition_slotno(topic, rel, part);
+	tuple = trigdata->tg_trigtuple;
+	if (last_topic && last_topic->valid && last_topic->relid == RelationGetRelid(rel))
+		topic = last_topic;
+	else
+		topic = last_topic = weir_topic_get(rel);
+	part = choose_partition(topic, rel, tuple);
+	pos = weir_partition_take_position(weir_topic_partition_slotno(topic, rel, part));
 
+	if (set_position_in_place(tuple, part, pos))
+		return PointerGetDatum(tuple);
 	values[0] = Int32GetDatum(part);
-	values[1] = Int64GetDatum(weir_partition_take_position(slotno));
-	return PointerGetDatum(heap_modify_tuple_by_cols(trigdata->tg_trigtuple,
-													 RelationGetDescr(rel),
+	values[1] = Int64GetDatum(pos);
+	return PointerGetDatum(heap_modify_tuple_by_cols(tuple, RelationGetDescr(rel),
 													 2, cols, values, nulls));
 }
 
