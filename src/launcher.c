@@ -46,7 +46,7 @@ weir_launcher_register(void)
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 10;	/* s */
+	worker.bgw_restart_time = 5;	/* s; also the retry while weir.database is missing */
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "weir");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "weir_launcher_main");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "weir launcher");

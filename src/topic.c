@@ -178,8 +178,10 @@ weir_topic_check_partition(WeirTopic *topic, Relation rel, int32 part)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("partition %d is out of range for topic \"%s\"",
 						part, RelationGetRelationName(rel)),
-				 errdetail("The topic has %d partition(s), numbered 0 to %d.",
-						   topic->partitions, topic->partitions - 1)));
+				 errdetail_plural("The topic has %d partition, numbered 0 to %d.",
+								  "The topic has %d partitions, numbered 0 to %d.",
+								  topic->partitions,
+								  topic->partitions, topic->partitions - 1)));
 }
 
 int
@@ -492,7 +494,7 @@ weir_create_topic(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a topic needs at least one partition"),
-				 errdetail("partitions was %d.", partitions)));
+				 errdetail("The topic was asked to have %d partitions.", partitions)));
 	if (partitions > weir_max_partitions)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -501,6 +503,12 @@ weir_create_topic(PG_FUNCTION_ARGS)
 	check_retention(retention);
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	(void) RangeVarGetCreationNamespace(rv);	/* the schema must exist */
+	if (OidIsValid(RangeVarGetRelid(rv, NoLock, true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists", name),
+				 errhint("Choose another name for the topic, or drop the existing relation first.")));
 	colnames = check_columns(columns);
 	if (key && !string_in_list(colnames, key))
 		ereport(ERROR,

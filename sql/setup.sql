@@ -1,0 +1,33 @@
+-- weir installs into its own schema, with the library preloaded
+CREATE EXTENSION weir;
+SELECT extname, extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'weir';
+SHOW weir.database;
+SHOW weir.max_partitions;
+
+-- the public SQL surface, as \df would list it
+SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
+       pg_get_function_result(p.oid) AS result
+  FROM pg_proc p
+ WHERE p.pronamespace = 'weir'::regnamespace AND p.proname !~ '^_'
+ ORDER BY 1, 2;
+SELECT c.relname, c.relkind FROM pg_class c
+ WHERE c.relnamespace = 'weir'::regnamespace AND c.relkind IN ('r', 'v')
+ ORDER BY 1;
+
+-- the launcher runs in weir.database (this database, see test/weir.conf)
+DO $$
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		EXIT WHEN EXISTS (SELECT FROM pg_stat_activity
+						   WHERE backend_type = 'weir launcher'
+							 AND datname = current_database());
+		PERFORM pg_sleep(0.1);
+		PERFORM pg_stat_clear_snapshot();
+	END LOOP;
+END $$;
+SELECT backend_type, datname = current_database() AS in_this_database
+  FROM pg_stat_activity WHERE backend_type = 'weir launcher';
+
+-- GUC prefix is reserved: a typo is an error, not a silent placeholder
+SET weir.no_such_setting = 1;
+\echo :LAST_ERROR_SQLSTATE
