@@ -6,8 +6,8 @@
  * weir needs shared memory for topic partition counters and producer
  * registrations, and a launcher background worker; both exist only when the
  * library is in shared_preload_libraries.  A backend that loads the library
- * later (CREATE EXTENSION in a server without it) still defines the GUCs, but
- * weir_preloaded stays false and the install script refuses to proceed.
+ * later (CREATE EXTENSION in a server without it) defines nothing, leaves
+ * weir_preloaded false, and the install script refuses to proceed.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -96,11 +96,15 @@ define_gucs(void)
 void
 _PG_init(void)
 {
-	define_gucs();
-
+	/*
+	 * Without preloading there is no shared memory and no launcher, and
+	 * PGC_POSTMASTER settings cannot be defined any more (that is FATAL):
+	 * define nothing, and let weir._check_preloaded() explain.
+	 */
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	define_gucs();
 	weir_preloaded = true;
 	weir_shmem_install_hooks();
 	weir_launcher_register();
