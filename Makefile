@@ -25,7 +25,7 @@ REGRESS = setup topic_create topic_read topic_poll topic_views
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions
-ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_isolation
+ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/weir_isolation.conf --temp-instance=./tmp_isolation
 
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

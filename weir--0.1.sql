@@ -98,6 +98,13 @@ RETURNS SETOF anyelement
 COMMENT ON FUNCTION weir.read(anyelement, integer, bigint, integer) IS
 	'rows of one partition after a position that are safe to consume (call as weir.read(NULL::topic, ...))';
 
+CREATE FUNCTION weir.stable_position(topic regclass, partition integer)
+RETURNS bigint
+	LANGUAGE C STRICT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_stable_position';
+COMMENT ON FUNCTION weir.stable_position(regclass, integer) IS
+	'last position of a partition that is safe to read; statements that start later see every committed row up to it';
+
 CREATE FUNCTION weir.poll(
 	topic anyelement,
 	consumer text,

@@ -14,7 +14,9 @@ SELECT pos, v FROM weir.read(NULL::r, 0, 4, 100);
 SELECT partition, head_position, stable_position, open_producers,
        oldest_producer_pid = pg_backend_pid() AS held_by_me, oldest_producer_position
   FROM weir.topic_partitions WHERE topic = 'r'::regclass ORDER BY partition;
+SELECT weir.stable_position('r', 0), weir.stable_position('r', 1);
 COMMIT;
+SELECT weir.stable_position('r', 0), weir.stable_position('r', 1);
 SELECT pos, v FROM weir.read(NULL::r, 0, 4, 100);
 SELECT partition, head_position, stable_position, open_producers
   FROM weir.topic_partitions WHERE topic = 'r'::regclass ORDER BY partition;
@@ -34,7 +36,15 @@ SELECT (SELECT array_agg(v ORDER BY part, pos) FROM r) =
            UNION ALL SELECT * FROM weir.read(NULL::r, 1, 0, 1)
            UNION ALL SELECT * FROM weir.read(NULL::r, 1, 1, 1000)) x) AS ranges_match_table;
 
+-- plain SQL reads below the stable position, taken in an earlier statement
+SELECT weir.stable_position('r', 0) AS stable \gset
+SELECT pos, v FROM r WHERE part = 0 AND pos > 4 AND pos <= :stable ORDER BY pos;
+
 -- errors
+SELECT weir.stable_position('r', 2);
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.stable_position('not_a_topic_yet', 0);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM weir.read(NULL::r, 2);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM weir.read(NULL::r, -1);

@@ -236,3 +236,32 @@ weir_read(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 	return (Datum) 0;
 }
+
+/*
+ * weir.stable_position(topic regclass, partition int) RETURNS bigint
+ *
+ * The last position of a partition that is safe to read: every position up
+ * to it belongs to a transaction that has ended.  A query that starts after
+ * this call returned (in READ COMMITTED, a later statement) sees every
+ * committed row up to it, so plain SQL can read
+ *	  WHERE part = $1 AND pos > $after AND pos <= $stable
+ * at the speed of an index range scan.
+ */
+PG_FUNCTION_INFO_V1(weir_stable_position);
+Datum
+weir_stable_position(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	int32		part = PG_GETARG_INT32(1);
+	Relation	rel;
+	WeirTopic  *topic;
+	WeirPartitionInfo info;
+
+	rel = table_open(relid, AccessShareLock);
+	weir_reader_check_access(rel);
+	topic = weir_topic_get(rel);
+	weir_topic_check_partition(topic, rel, part);
+	weir_partition_info(weir_topic_partition_slotno(topic, rel, part), &info);
+	table_close(rel, NoLock);
+	PG_RETURN_INT64(info.stable_bound - 1);
+}
