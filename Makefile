@@ -13,7 +13,14 @@ OBJS = \
 	src/catalog.o \
 	src/views.o \
 	src/launcher.o \
-	src/retention.o
+	src/retention.o \
+	src/definition.o \
+	src/aggregate.o \
+	src/window.o \
+	src/catalog_pipeline.o \
+	src/pipeline.o \
+	src/worker.o \
+	src/checkpoint.o
 
 EXTENSION = weir
 DATA = weir--0.1.sql

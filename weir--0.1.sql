@@ -233,3 +233,191 @@ CREATE EVENT TRIGGER weir_forget_dropped_topics ON sql_drop
 
 REVOKE ALL ON FUNCTION weir._forget_topic(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION weir._check_preloaded() FROM PUBLIC;
+
+------------------------------------------------------------------------------
+-- Pipelines
+------------------------------------------------------------------------------
+
+CREATE TYPE weir.windowing AS (kind text, size interval, slide interval, gap interval);
+COMMENT ON TYPE weir.windowing IS
+	'a window specification; build it with weir.tumbling(), weir.hopping() or weir.session()';
+
+CREATE FUNCTION weir.tumbling(size interval) RETURNS weir.windowing
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'weir_tumbling';
+COMMENT ON FUNCTION weir.tumbling(interval) IS
+	'windows of a fixed size, one after the other, aligned to 1970-01-01';
+
+CREATE FUNCTION weir.hopping(size interval, slide interval) RETURNS weir.windowing
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'weir_hopping';
+COMMENT ON FUNCTION weir.hopping(interval, interval) IS
+	'windows of a fixed size starting every slide, aligned to 1970-01-01';
+
+CREATE FUNCTION weir.session(gap interval) RETURNS weir.windowing
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'weir_session';
+COMMENT ON FUNCTION weir.session(interval) IS
+	'windows per key that close after a gap without records';
+
+CREATE TABLE weir.pipeline (
+	id					integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	name				text NOT NULL UNIQUE,
+	owner				oid NOT NULL,
+	source				oid NOT NULL,			-- topic relid
+	key					text NOT NULL,
+	event_time			text NOT NULL,
+	windowing			weir.windowing NOT NULL,
+	aggregates			text NOT NULL,
+	filter				text,
+	out_of_orderness	interval NOT NULL,
+	allowed_lateness	interval NOT NULL,
+	idle_timeout		interval,
+	emit				text NOT NULL CHECK (emit IN ('final', 'updates')),
+	sink				oid NOT NULL,
+	late_records		oid,
+	checkpoint_interval	interval NOT NULL,
+	max_state_memory	bigint NOT NULL,		-- bytes
+	search_path			text NOT NULL,			-- the creator's, for the worker
+	enabled				boolean NOT NULL,
+	status				text NOT NULL DEFAULT 'stopped',
+	last_error			text,
+	created_at			timestamptz NOT NULL DEFAULT now()
+);
+
+-- Source positions and per-partition maximum event times of the last
+-- checkpoint: rows with pos <= this have been processed.
+CREATE TABLE weir.pipeline_position (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	part			integer NOT NULL,
+	pos				bigint NOT NULL,
+	max_event_time	timestamptz,
+	PRIMARY KEY (pipeline_id, part)
+);
+
+-- The open windows of the last checkpoint.  Each checkpoint upserts the
+-- windows that changed and deletes those that closed, so this table is the
+-- whole state at all times and its cost follows what changed.
+CREATE TABLE weir.pipeline_state (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	key				bytea NOT NULL,
+	window_start	timestamptz NOT NULL,
+	window_end		timestamptz NOT NULL,
+	fired			boolean NOT NULL,
+	state			bytea NOT NULL,
+	PRIMARY KEY (pipeline_id, key, window_start)
+);
+
+CREATE TABLE weir.checkpoints (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	id				bigint NOT NULL,
+	started_at		timestamptz NOT NULL,	-- when it was due
+	committed_at	timestamptz NOT NULL,
+	watermark		timestamptz,
+	start_delay_ms	float8 NOT NULL,		-- due -> worker at a batch boundary
+	sync_ms			float8 NOT NULL,		-- collecting what changed
+	async_ms		float8 NOT NULL,		-- writing it and committing
+	bytes			bigint NOT NULL,		-- state bytes written
+	sink_rows		bigint NOT NULL,
+	state_rows		bigint NOT NULL,		-- windows written
+	state_deletes	bigint NOT NULL,		-- windows deleted
+	records_in		bigint NOT NULL,		-- since the previous checkpoint
+	PRIMARY KEY (pipeline_id, id)
+);
+
+CREATE TABLE weir.restores (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	checkpoint_id	bigint NOT NULL,
+	restored_at		timestamptz NOT NULL,
+	duration_ms		float8 NOT NULL,
+	bytes			bigint NOT NULL,
+	windows			bigint NOT NULL
+);
+
+CREATE TABLE weir.dead_letters (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	source			regclass NOT NULL,
+	partition		integer NOT NULL,
+	position		bigint NOT NULL,
+	error			text NOT NULL,
+	record			jsonb,
+	at				timestamptz NOT NULL DEFAULT now()
+);
+
+GRANT SELECT ON weir.pipeline, weir.pipeline_position, weir.checkpoints,
+	weir.restores TO PUBLIC;
+
+CREATE FUNCTION weir.create_pipeline(
+	name text,
+	source regclass,
+	key text,
+	event_time text,
+	windowing weir.windowing,
+	aggregates text,
+	filter text DEFAULT NULL,
+	out_of_orderness interval DEFAULT '0',
+	allowed_lateness interval DEFAULT '0',
+	idle_timeout interval DEFAULT NULL,
+	emit text DEFAULT 'final',
+	sink text DEFAULT NULL,
+	checkpoint_interval interval DEFAULT '1 second',
+	max_state_memory bigint DEFAULT NULL,
+	late_records text DEFAULT NULL,
+	start boolean DEFAULT true)
+RETURNS integer
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_create_pipeline';
+COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, interval, interval, interval, text, text, interval, bigint, text, boolean) IS
+	'define a windowed aggregation over a topic; returns the pipeline id';
+
+CREATE FUNCTION weir.start(pipeline text) RETURNS void
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
+CREATE FUNCTION weir.stop(pipeline text) RETURNS void
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_stop';
+CREATE FUNCTION weir.drop_pipeline(pipeline text) RETURNS void
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_drop_pipeline';
+CREATE FUNCTION weir.checkpoint(pipeline text, timeout interval DEFAULT '60 s') RETURNS bigint
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_checkpoint';
+COMMENT ON FUNCTION weir.checkpoint(text, interval) IS
+	'have a running pipeline take a checkpoint now and wait for it; returns its id';
+
+CREATE FUNCTION weir._pipeline_state(
+	OUT pipeline_id integer,
+	OUT worker_pid integer,
+	OUT watermark timestamptz,
+	OUT checkpoint_id bigint,
+	OUT checkpoint_at timestamptz,
+	OUT windows bigint,
+	OUT state_bytes bigint,
+	OUT lag_rows bigint,
+	OUT records_in bigint,
+	OUT records_out bigint,
+	OUT records_late bigint,
+	OUT records_dead bigint)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_pipeline_state';
+
+CREATE VIEW weir.pipelines AS
+	SELECT p.name, p.owner::regrole AS owner, p.source::regclass AS source,
+		   p.sink::regclass AS sink,
+		   CASE WHEN s.worker_pid IS NOT NULL THEN 'running'
+				WHEN p.enabled AND p.status IN ('failed', 'out_of_memory') THEN p.status
+				WHEN p.enabled THEN 'starting'
+				ELSE p.status END AS status,
+		   s.worker_pid,
+		   (SELECT jsonb_object_agg(pp.part, pp.pos ORDER BY pp.part)
+			  FROM weir.pipeline_position pp WHERE pp.pipeline_id = p.id) AS positions,
+		   s.lag_rows,
+		   s.watermark,
+		   s.records_in, s.records_out, s.records_late, s.records_dead,
+		   s.windows, s.state_bytes,
+		   coalesce(s.checkpoint_id,
+					(SELECT max(c.id) FROM weir.checkpoints c WHERE c.pipeline_id = p.id)) AS last_checkpoint,
+		   coalesce(s.checkpoint_at,
+					(SELECT max(c.committed_at) FROM weir.checkpoints c WHERE c.pipeline_id = p.id)) AS last_checkpoint_at,
+		   p.last_error
+	  FROM weir.pipeline p
+	  LEFT JOIN weir._pipeline_state() s ON s.pipeline_id = p.id;
+COMMENT ON VIEW weir.pipelines IS
+	'one row per pipeline: status, worker, positions, lag, watermark, record counts, state size, last checkpoint, last error';
+GRANT SELECT ON weir.pipelines TO PUBLIC;

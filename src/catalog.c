@@ -38,15 +38,12 @@
 #include "catalog.h"
 #include "topic.h"
 
-typedef struct Privilege
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-} Privilege;
-
-static void
-privileged_begin(Privilege *p)
+/*
+ * Run catalog SQL as the owner of the weir schema with a pinned search_path,
+ * inside SPI.  Pair with weir_catalog_privileged_end.
+ */
+void
+weir_catalog_privileged_begin(WeirCatalogPrivilege *p)
 {
 	Oid			nspid = get_namespace_oid("weir", false);
 	HeapTuple	tup;
@@ -70,8 +67,8 @@ privileged_begin(Privilege *p)
 		elog(ERROR, "SPI_connect failed");
 }
 
-static void
-privileged_end(Privilege *p)
+void
+weir_catalog_privileged_end(WeirCatalogPrivilege *p)
 {
 	SPI_finish();
 	AtEOXact_GUC(true, p->save_nestlevel);
@@ -79,8 +76,8 @@ privileged_end(Privilege *p)
 }
 
 /* Run one statement; errors if it does not return `expect`. */
-static void
-run(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
+void
+weir_catalog_exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
 	int expect)
 {
 	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls,
@@ -134,18 +131,18 @@ bool
 weir_catalog_topic_by_relid(Oid relid, WeirTopicRow *row)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		found;
 
-	privileged_begin(&p);
-	run("SELECT " TOPIC_COLUMNS " FROM weir.topic WHERE relid = $1",
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT " TOPIC_COLUMNS " FROM weir.topic WHERE relid = $1",
 		1, types, values, NULL, SPI_OK_SELECT);
 	found = SPI_processed == 1;
 	if (found)
 		fill_topic_row(0, row, cxt);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return found;
 }
 
@@ -154,11 +151,11 @@ List *
 weir_catalog_topics(bool with_retention_only)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	List	   *result = NIL;
 
-	privileged_begin(&p);
-	run(with_retention_only ?
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec(with_retention_only ?
 		"SELECT " TOPIC_COLUMNS " FROM weir.topic WHERE retention IS NOT NULL ORDER BY id" :
 		"SELECT " TOPIC_COLUMNS " FROM weir.topic ORDER BY id",
 		0, NULL, NULL, NULL, SPI_OK_SELECT);
@@ -172,7 +169,7 @@ weir_catalog_topics(bool with_retention_only)
 		result = lappend(result, row);
 		MemoryContextSwitchTo(oldcxt);
 	}
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return result;
 }
 
@@ -192,28 +189,28 @@ weir_catalog_create_topic_table(const char *qualified_name, const char *columns)
 					 qualified_name, columns);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	weir_catalog_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER weir_produce BEFORE INSERT ON %s "
 					 "FOR EACH ROW EXECUTE FUNCTION weir._produce()",
 					 qualified_name);
-	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	weir_catalog_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER weir_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON %s "
 					 "FOR EACH STATEMENT EXECUTE FUNCTION weir._append_only()",
 					 qualified_name);
-	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	weir_catalog_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "ALTER TABLE %s ENABLE ALWAYS TRIGGER weir_produce, "
 					 "ENABLE ALWAYS TRIGGER weir_append_only",
 					 qualified_name);
-	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	weir_catalog_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	SPI_finish();
 }
 
@@ -221,7 +218,7 @@ int32
 weir_catalog_topic_insert(Oid relid, int32 partitions, const char *key_column,
 						  Interval *retention)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[4] = {OIDOID, INT4OID, NAMEOID, INTERVALOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
@@ -239,12 +236,12 @@ weir_catalog_topic_insert(Oid relid, int32 partitions, const char *key_column,
 	else
 		nulls[3] = 'n';
 
-	privileged_begin(&p);
-	run("INSERT INTO weir.topic (relid, partitions, key_column, retention) "
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.topic (relid, partitions, key_column, retention) "
 		"VALUES ($1, $2, $3, $4) RETURNING id",
 		4, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = get_int4(0, 1, &isnull);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return id;
 }
 
@@ -252,33 +249,33 @@ weir_catalog_topic_insert(Oid relid, int32 partitions, const char *key_column,
 int32
 weir_catalog_topic_delete(Oid relid)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		isnull;
 	int32		id = 0;
 
-	privileged_begin(&p);
-	run("DELETE FROM weir.topic WHERE relid = $1 RETURNING id",
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.topic WHERE relid = $1 RETURNING id",
 		1, types, values, NULL, SPI_OK_DELETE_RETURNING);
 	if (SPI_processed == 1)
 		id = get_int4(0, 1, &isnull);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return id;
 }
 
 void
 weir_catalog_topic_set_retention(Oid relid, Interval *retention)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[2] = {OIDOID, INTERVALOID};
 	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(retention)};
 	char		nulls[2] = {' ', retention ? ' ' : 'n'};
 
-	privileged_begin(&p);
-	run("UPDATE weir.topic SET retention = $2 WHERE relid = $1",
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("UPDATE weir.topic SET retention = $2 WHERE relid = $1",
 		2, types, values, nulls, SPI_OK_UPDATE);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 }
 
 /* DROP TABLE, as the calling user (who has been checked to own it). */
@@ -294,7 +291,7 @@ weir_catalog_drop_table(Oid relid)
 					 quote_qualified_identifier(nspname, relname));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	weir_catalog_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	SPI_finish();
 }
 
@@ -305,15 +302,15 @@ weir_catalog_count_rows(Oid relid, int32 partitions)
 	MemoryContext cxt = CurrentMemoryContext;
 	int64	   *counts = MemoryContextAllocZero(cxt, sizeof(int64) * partitions);
 	StringInfoData sql;
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	bool		isnull;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT part, count(*) FROM %s GROUP BY part",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 												get_rel_name(relid)));
-	privileged_begin(&p);
-	run(sql.data, 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		int32		part = get_int4(i, 1, &isnull);
@@ -321,7 +318,7 @@ weir_catalog_count_rows(Oid relid, int32 partitions)
 		if (part >= 0 && part < partitions)
 			counts[part] = get_int8(i, 2, &isnull);
 	}
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return counts;
 }
 
@@ -336,7 +333,7 @@ weir_catalog_lock_consumer(int32 topic_id, const char *consumer, int32 partition
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	int64	   *positions = MemoryContextAllocZero(cxt, sizeof(int64) * partitions);
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
 	Datum		values[3];
 	bool		isnull;
@@ -348,15 +345,15 @@ weir_catalog_lock_consumer(int32 topic_id, const char *consumer, int32 partition
 	values[1] = CStringGetTextDatum(consumer);
 	values[2] = Int32GetDatum(partitions);
 
-	privileged_begin(&p);
-	run(select_sql, 2, types, values, NULL, SPI_OK_SELECT);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec(select_sql, 2, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed < (uint64) partitions)
 	{
-		run("INSERT INTO weir.consumer_position (topic_id, consumer, part, pos) "
+		weir_catalog_exec("INSERT INTO weir.consumer_position (topic_id, consumer, part, pos) "
 			"SELECT $1, $2, g, 0 FROM generate_series(0, $3 - 1) g "
 			"ON CONFLICT DO NOTHING",
 			3, types, values, NULL, SPI_OK_INSERT);
-		run(select_sql, 2, types, values, NULL, SPI_OK_SELECT);
+		weir_catalog_exec(select_sql, 2, types, values, NULL, SPI_OK_SELECT);
 	}
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -365,7 +362,7 @@ weir_catalog_lock_consumer(int32 topic_id, const char *consumer, int32 partition
 		if (part >= 0 && part < partitions)
 			positions[part] = get_int8(i, 2, &isnull);
 	}
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return positions;
 }
 
@@ -373,7 +370,7 @@ void
 weir_catalog_set_consumer_position(int32 topic_id, const char *consumer,
 								   int32 part, int64 position)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, INT8OID};
 	Datum		values[4];
 
@@ -381,29 +378,29 @@ weir_catalog_set_consumer_position(int32 topic_id, const char *consumer,
 	values[1] = CStringGetTextDatum(consumer);
 	values[2] = Int32GetDatum(part);
 	values[3] = Int64GetDatum(position);
-	privileged_begin(&p);
-	run("INSERT INTO weir.consumer_position (topic_id, consumer, part, pos) "
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.consumer_position (topic_id, consumer, part, pos) "
 		"VALUES ($1, $2, $3, $4) ON CONFLICT (topic_id, consumer, part) "
 		"DO UPDATE SET pos = excluded.pos, updated_at = now()",
 		4, types, values, NULL, SPI_OK_INSERT);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 }
 
 bool
 weir_catalog_drop_consumer(int32 topic_id, const char *consumer)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		values[2];
 	bool		found;
 
 	values[0] = Int32GetDatum(topic_id);
 	values[1] = CStringGetTextDatum(consumer);
-	privileged_begin(&p);
-	run("DELETE FROM weir.consumer_position WHERE topic_id = $1 AND consumer = $2",
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.consumer_position WHERE topic_id = $1 AND consumer = $2",
 		2, types, values, NULL, SPI_OK_DELETE);
 	found = SPI_processed > 0;
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return found;
 }
 
@@ -411,17 +408,17 @@ weir_catalog_drop_consumer(int32 topic_id, const char *consumer)
 bool
 weir_catalog_min_consumer_position(int32 topic_id, int32 part, int64 *position)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[2] = {INT4OID, INT4OID};
 	Datum		values[2] = {Int32GetDatum(topic_id), Int32GetDatum(part)};
 	bool		isnull;
 
-	privileged_begin(&p);
-	run("SELECT min(pos) FROM weir.consumer_position "
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT min(pos) FROM weir.consumer_position "
 		"WHERE topic_id = $1 AND part = $2",
 		2, types, values, NULL, SPI_OK_SELECT);
 	*position = get_int8(0, 1, &isnull);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return !isnull;
 }
 
@@ -429,14 +426,14 @@ bool
 weir_catalog_latest_sample(int32 topic_id, int32 part, int64 *position,
 						   TimestampTz *at)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[2] = {INT4OID, INT4OID};
 	Datum		values[2] = {Int32GetDatum(topic_id), Int32GetDatum(part)};
 	bool		found;
 	bool		isnull;
 
-	privileged_begin(&p);
-	run("SELECT pos, sampled_at FROM weir.topic_time_index "
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT pos, sampled_at FROM weir.topic_time_index "
 		"WHERE topic_id = $1 AND part = $2 ORDER BY sampled_at DESC LIMIT 1",
 		2, types, values, NULL, SPI_OK_SELECT);
 	found = SPI_processed == 1;
@@ -446,7 +443,7 @@ weir_catalog_latest_sample(int32 topic_id, int32 part, int64 *position,
 		*at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 												SPI_tuptable->tupdesc, 2, &isnull));
 	}
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return found;
 }
 
@@ -454,7 +451,7 @@ void
 weir_catalog_add_sample(int32 topic_id, int32 part, int64 position,
 						TimestampTz at)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[4] = {INT4OID, INT4OID, INT8OID, TIMESTAMPTZOID};
 	Datum		values[4];
 
@@ -462,18 +459,18 @@ weir_catalog_add_sample(int32 topic_id, int32 part, int64 position,
 	values[1] = Int32GetDatum(part);
 	values[2] = Int64GetDatum(position);
 	values[3] = TimestampTzGetDatum(at);
-	privileged_begin(&p);
-	run("INSERT INTO weir.topic_time_index (topic_id, part, pos, sampled_at) "
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.topic_time_index (topic_id, part, pos, sampled_at) "
 		"VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
 		4, types, values, NULL, SPI_OK_INSERT);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 }
 
 /* Highest sampled position produced at or before cutoff, 0 if none. */
 int64
 weir_catalog_retention_bound(int32 topic_id, int32 part, TimestampTz cutoff)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[3] = {INT4OID, INT4OID, TIMESTAMPTZOID};
 	Datum		values[3];
 	bool		isnull;
@@ -482,12 +479,12 @@ weir_catalog_retention_bound(int32 topic_id, int32 part, TimestampTz cutoff)
 	values[0] = Int32GetDatum(topic_id);
 	values[1] = Int32GetDatum(part);
 	values[2] = TimestampTzGetDatum(cutoff);
-	privileged_begin(&p);
-	run("SELECT max(pos) FROM weir.topic_time_index "
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT max(pos) FROM weir.topic_time_index "
 		"WHERE topic_id = $1 AND part = $2 AND sampled_at <= $3",
 		3, types, values, NULL, SPI_OK_SELECT);
 	bound = get_int8(0, 1, &isnull);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return bound;
 }
 
@@ -495,18 +492,18 @@ weir_catalog_retention_bound(int32 topic_id, int32 part, TimestampTz cutoff)
 void
 weir_catalog_forget_samples(int32 topic_id, int32 part, int64 upto_position)
 {
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[3] = {INT4OID, INT4OID, INT8OID};
 	Datum		values[3];
 
 	values[0] = Int32GetDatum(topic_id);
 	values[1] = Int32GetDatum(part);
 	values[2] = Int64GetDatum(upto_position);
-	privileged_begin(&p);
-	run("DELETE FROM weir.topic_time_index "
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.topic_time_index "
 		"WHERE topic_id = $1 AND part = $2 AND pos <= $3",
 		3, types, values, NULL, SPI_OK_DELETE);
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 }
 
 /*
@@ -518,7 +515,7 @@ weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
 						 int64 to_position)
 {
 	StringInfoData sql;
-	Privilege	p;
+	WeirCatalogPrivilege p;
 	Oid			types[3] = {INT4OID, INT8OID, INT8OID};
 	Datum		values[3];
 	int64		deleted;
@@ -531,11 +528,11 @@ weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
 	values[1] = Int64GetDatum(from_position);
 	values[2] = Int64GetDatum(to_position);
 
-	privileged_begin(&p);
+	weir_catalog_privileged_begin(&p);
 	weir_topic_trimming = true;
 	PG_TRY();
 	{
-		run(sql.data, 3, types, values, NULL, SPI_OK_DELETE);
+		weir_catalog_exec(sql.data, 3, types, values, NULL, SPI_OK_DELETE);
 	}
 	PG_FINALLY();
 	{
@@ -543,6 +540,6 @@ weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
 	}
 	PG_END_TRY();
 	deleted = (int64) SPI_processed;
-	privileged_end(&p);
+	weir_catalog_privileged_end(&p);
 	return deleted;
 }

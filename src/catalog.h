@@ -27,6 +27,18 @@ typedef struct WeirTopicRow
 	Interval	retention;
 } WeirTopicRow;
 
+typedef struct WeirCatalogPrivilege
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} WeirCatalogPrivilege;
+
+extern void weir_catalog_privileged_begin(WeirCatalogPrivilege *p);
+extern void weir_catalog_privileged_end(WeirCatalogPrivilege *p);
+extern void weir_catalog_exec(const char *sql, int nargs, Oid *types,
+							  Datum *values, const char *nulls, int expect);
+
 /* topics */
 extern bool weir_catalog_topic_by_relid(Oid relid, WeirTopicRow *row);
 extern List *weir_catalog_topics(bool with_retention_only);

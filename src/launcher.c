@@ -4,8 +4,11 @@
  *	  The weir launcher: one static background worker, connected to the
  *	  database named by weir.database, doing weir's background work there.
  *
- * Today that work is topic retention (retention.c), once per
- * weir.launcher_naptime.  The launcher publishes its PID and latch in shared
+ * That work is: keeping one worker running per enabled pipeline (starting
+ * them, restarting failed ones with back-off, stopping those disabled or
+ * dropped), and topic retention (retention.c), once per
+ * weir.launcher_naptime or when a backend wakes it after committing a
+ * change to the pipelines.  The launcher publishes its PID and latch in shared
  * memory so that backends can wake it.  An error in one round is logged and
  * the next round starts afresh; the postmaster restarts a launcher that dies.
  * Until CREATE EXTENSION weir has run in weir.database, rounds do nothing.
@@ -31,8 +34,10 @@
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "catalog_pipeline.h"
 #include "launcher.h"
 #include "retention.h"
 #include "shmem.h"
@@ -145,6 +150,119 @@ retention_round(MemoryContext round_cxt)
 	}
 }
 
+/* What the launcher knows of one pipeline's worker */
+typedef struct Managed
+{
+	int32		pipeline_id;
+	BackgroundWorkerHandle *handle; /* NULL: not running */
+	TimestampTz started_at;
+	TimestampTz next_start;		/* back-off after failures */
+	int			failures;
+	bool		seen;			/* still enabled in this round */
+} Managed;
+
+static Managed *managed = NULL;
+static int	nmanaged = 0;
+
+static Managed *
+managed_entry(int32 id)
+{
+	for (int i = 0; i < nmanaged; i++)
+		if (managed[i].pipeline_id == id)
+			return &managed[i];
+	managed = managed ? repalloc(managed, sizeof(Managed) * (nmanaged + 1)) :
+		MemoryContextAlloc(TopMemoryContext, sizeof(Managed));
+	memset(&managed[nmanaged], 0, sizeof(Managed));
+	managed[nmanaged].pipeline_id = id;
+	return &managed[nmanaged++];
+}
+
+static void
+start_worker(Managed *m, TimestampTz now)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;	/* the launcher restarts */
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "weir");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "weir_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "weir worker for pipeline %d", m->pipeline_id);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "weir worker");
+	worker.bgw_main_arg = Int32GetDatum(m->pipeline_id);
+	memcpy(worker.bgw_extra, &MyDatabaseId, sizeof(Oid));
+	worker.bgw_notify_pid = MyProcPid;
+
+	m->started_at = now;
+	if (!RegisterDynamicBackgroundWorker(&worker, &m->handle))
+	{
+		m->handle = NULL;
+		m->next_start = now + 5 * USECS_PER_SEC;
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start a worker for weir pipeline %d", m->pipeline_id),
+				 errhint("Raise max_worker_processes.")));
+	}
+}
+
+/* Back-off after a worker's failure: 1 s doubling to 60 s. */
+static void
+note_exit(Managed *m, TimestampTz now)
+{
+	if (now - m->started_at > 60 * USECS_PER_SEC)
+		m->failures = 0;
+	m->failures++;
+	m->next_start = now + Min((int64) 1 << Min(m->failures - 1, 6), 60) * USECS_PER_SEC;
+	pfree(m->handle);
+	m->handle = NULL;
+}
+
+static void
+pipelines_round(void)
+{
+	List	   *ids = NIL;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	start_transaction("weir: pipelines");
+	if (OidIsValid(get_extension_oid("weir", true)))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		ids = weir_catalog_enabled_pipelines();
+		MemoryContextSwitchTo(oldcxt);
+	}
+	finish_transaction();
+
+	for (int i = 0; i < nmanaged; i++)
+		managed[i].seen = false;
+	foreach(lc, ids)
+	{
+		Managed    *m = managed_entry(lfirst_int(lc));
+		pid_t		pid;
+
+		m->seen = true;
+		if (m->handle && GetBackgroundWorkerPid(m->handle, &pid) == BGWH_STOPPED)
+			note_exit(m, now);
+		if (m->handle == NULL && now >= m->next_start)
+			start_worker(m, now);
+	}
+	for (int i = 0; i < nmanaged; i++)
+	{
+		if (managed[i].seen)
+			continue;
+		if (managed[i].handle)
+		{
+			TerminateBackgroundWorker(managed[i].handle);
+			pfree(managed[i].handle);
+		}
+		managed[i] = managed[--nmanaged];
+		i--;
+	}
+	list_free(ids);
+}
+
 void
 weir_launcher_main(Datum main_arg)
 {
@@ -171,6 +289,20 @@ weir_launcher_main(Datum main_arg)
 		}
 
 		MemoryContextSwitchTo(round_cxt);
+		PG_TRY();
+		{
+			pipelines_round();
+		}
+		PG_CATCH();
+		{
+			HOLD_INTERRUPTS();
+			MemoryContextSwitchTo(round_cxt);
+			EmitErrorReport();
+			AbortOutOfAnyTransaction();
+			FlushErrorState();
+			RESUME_INTERRUPTS();
+		}
+		PG_END_TRY();
 		retention_round(round_cxt);
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(round_cxt);

@@ -92,15 +92,15 @@ weir_reader_edge_position(Relation rel, int32 part, bool newest)
 }
 
 /*
- * Append to `out` the rows of partition `part` with after < pos < bound, in
- * position order, at most max_rows of them, as seen by `snapshot`.  Returns
- * the number of rows; *last_position is the position of the last one (left
- * unchanged when there is none).
+ * Call `callback` for each row of partition `part` with after < pos < bound,
+ * in position order, at most max_rows of them, as seen by `snapshot`.  The
+ * slot is valid only during the call.  Returns the number of rows;
+ * *last_position is the position of the last one (unchanged when none).
  */
 int64
-weir_reader_scan(Relation rel, int32 part, int64 after, int64 bound,
-				 int64 max_rows, Snapshot snapshot, Tuplestorestate *out,
-				 int64 *last_position)
+weir_reader_scan_each(Relation rel, int32 part, int64 after, int64 bound,
+					  int64 max_rows, Snapshot snapshot, WeirRowCallback callback,
+					  void *arg, int64 *last_position)
 {
 	Relation	index;
 	TupleTableSlot *slot;
@@ -121,8 +121,10 @@ weir_reader_scan(Relation rel, int32 part, int64 after, int64 bound,
 	while (nrows < max_rows &&
 		   index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
-		tuplestore_puttupleslot(out, slot);
-		*last_position = slot_position(slot);
+		int64		position = slot_position(slot);
+
+		callback(arg, slot, position);
+		*last_position = position;
 		nrows++;
 		if ((nrows & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -131,6 +133,22 @@ weir_reader_scan(Relation rel, int32 part, int64 after, int64 bound,
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(index, AccessShareLock);
 	return nrows;
+}
+
+static void
+put_in_tuplestore(void *arg, TupleTableSlot *slot, int64 position)
+{
+	tuplestore_puttupleslot((Tuplestorestate *) arg, slot);
+}
+
+/* weir_reader_scan_each() into a tuplestore (weir.read, weir.poll). */
+int64
+weir_reader_scan(Relation rel, int32 part, int64 after, int64 bound,
+				 int64 max_rows, Snapshot snapshot, Tuplestorestate *out,
+				 int64 *last_position)
+{
+	return weir_reader_scan_each(rel, part, after, bound, max_rows, snapshot,
+								 put_in_tuplestore, out, last_position);
 }
 
 /*

@@ -18,6 +18,12 @@
 #include "utils/snapshot.h"
 #include "utils/tuplestore.h"
 
+typedef void (*WeirRowCallback) (void *arg, TupleTableSlot *slot, int64 position);
+
+extern int64 weir_reader_scan_each(Relation rel, int32 part, int64 after,
+								   int64 bound, int64 max_rows,
+								   Snapshot snapshot, WeirRowCallback callback,
+								   void *arg, int64 *last_position);
 extern int64 weir_reader_edge_position(Relation rel, int32 part, bool newest);
 extern int64 weir_reader_scan(Relation rel, int32 part, int64 after,
 							  int64 bound, int64 max_rows, Snapshot snapshot,

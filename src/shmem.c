@@ -25,6 +25,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "datatype/timestamp.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -46,8 +47,10 @@ slot_size(void)
 static Size
 shmem_size(void)
 {
-	return add_size(MAXALIGN(offsetof(WeirShmem, slots)),
-					mul_size(weir_max_partitions, slot_size()));
+	Size		size = add_size(MAXALIGN(offsetof(WeirShmem, slots)),
+								mul_size(weir_max_partitions, slot_size()));
+
+	return add_size(size, mul_size(weir_max_pipelines, sizeof(WeirPipelineSlot)));
 }
 
 static void
@@ -87,6 +90,21 @@ weir_shmem_startup(void)
 			slot->initialised = false;
 			pg_atomic_init_u64(&slot->next_position, 1);
 			slot->nregs = 0;
+		}
+		weir_shared->npipelines = weir_max_pipelines;
+		weir_shared->pipelines = (WeirPipelineSlot *)
+			(weir_shared->slots + (Size) weir_shared->nslots * weir_shared->slot_size);
+		for (int i = 0; i < weir_shared->npipelines; i++)
+		{
+			WeirPipelineSlot *p = &weir_shared->pipelines[i];
+
+			memset(p, 0, sizeof(*p));
+			SpinLockInit(&p->mutex);
+			pg_atomic_init_u64(&p->records_in, 0);
+			pg_atomic_init_u64(&p->records_out, 0);
+			pg_atomic_init_u64(&p->records_late, 0);
+			pg_atomic_init_u64(&p->records_dead, 0);
+			ConditionVariableInit(&p->checkpoint_cv);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -141,4 +159,54 @@ weir_shmem_wake_launcher(void)
 	LWLockRelease(weir_shared->lock);
 	if (latch)
 		SetLatch(latch);
+}
+
+/*
+ * The slot of a pipeline of this database, or NULL.  With claim, a free
+ * slot is taken (by the pipeline's worker) if the pipeline has none; NULL
+ * then means all weir.max_pipelines slots are in use.
+ */
+WeirPipelineSlot *
+weir_shmem_pipeline(int32 pipeline_id, bool claim)
+{
+	WeirShmem  *sh = weir_shmem();
+	WeirPipelineSlot *found = NULL;
+	WeirPipelineSlot *free_slot = NULL;
+
+	LWLockAcquire(sh->lock, claim ? LW_EXCLUSIVE : LW_SHARED);
+	for (int i = 0; i < sh->npipelines; i++)
+	{
+		WeirPipelineSlot *p = &sh->pipelines[i];
+
+		if (p->dboid == MyDatabaseId && p->pipeline_id == pipeline_id)
+		{
+			found = p;
+			break;
+		}
+		if (p->dboid == InvalidOid && free_slot == NULL)
+			free_slot = p;
+	}
+	if (found == NULL && claim && free_slot != NULL)
+	{
+		found = free_slot;
+		SpinLockAcquire(&found->mutex);
+		found->dboid = MyDatabaseId;
+		found->pipeline_id = pipeline_id;
+		found->pid = 0;
+		found->latch = NULL;
+		found->watermark = DT_NOBEGIN;
+		found->checkpoint_id = 0;
+		found->checkpoint_at = 0;
+		found->checkpoint_requested = 0;
+		found->windows = 0;
+		found->state_bytes = 0;
+		found->lag_rows = 0;
+		SpinLockRelease(&found->mutex);
+		pg_atomic_write_u64(&found->records_in, 0);
+		pg_atomic_write_u64(&found->records_out, 0);
+		pg_atomic_write_u64(&found->records_late, 0);
+		pg_atomic_write_u64(&found->records_dead, 0);
+	}
+	LWLockRelease(sh->lock);
+	return found;
 }

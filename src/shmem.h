@@ -16,7 +16,9 @@
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
 #include "storage/latch.h"
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 
 /*
  * One producing transaction's claim on a partition: the lowest position it
@@ -50,6 +52,31 @@ typedef struct WeirPartitionSlot
 	WeirProducerReg regs[FLEXIBLE_ARRAY_MEMBER];	/* MaxBackends entries */
 } WeirPartitionSlot;
 
+/*
+ * A running pipeline's shared face: claimed by its worker, read by views and
+ * by weir.checkpoint().  Scalars under `mutex`; counters are atomics.
+ */
+typedef struct WeirPipelineSlot
+{
+	slock_t		mutex;
+	Oid			dboid;			/* InvalidOid: free */
+	int32		pipeline_id;
+	int			pid;			/* worker; 0 when none */
+	Latch	   *latch;			/* the worker's */
+	TimestampTz watermark;		/* DT_NOBEGIN until the first one */
+	int64		checkpoint_id;	/* last committed */
+	TimestampTz checkpoint_at;	/* when it committed */
+	int64		checkpoint_requested;	/* > checkpoint_id: one is wanted */
+	int64		windows;		/* open windows */
+	int64		state_bytes;	/* bytes */
+	int64		lag_rows;		/* positions behind the stable positions */
+	pg_atomic_uint64 records_in;
+	pg_atomic_uint64 records_out;	/* sink rows written */
+	pg_atomic_uint64 records_late;
+	pg_atomic_uint64 records_dead;
+	ConditionVariable checkpoint_cv;	/* broadcast after each checkpoint */
+} WeirPipelineSlot;
+
 typedef struct WeirShmem
 {
 	LWLock	   *lock;			/* protects slot assignment and launcher_* */
@@ -58,6 +85,8 @@ typedef struct WeirShmem
 	int			partition_tranche;	/* tranche id of the slots' locks */
 	int			nslots;			/* weir.max_partitions */
 	Size		slot_size;		/* bytes per slot, MAXALIGNed */
+	int			npipelines;		/* weir.max_pipelines */
+	WeirPipelineSlot *pipelines;	/* [npipelines], after the slots */
 	char		slots[FLEXIBLE_ARRAY_MEMBER];
 } WeirShmem;
 
@@ -65,5 +94,6 @@ extern void weir_shmem_install_hooks(void);
 extern WeirShmem *weir_shmem(void);
 extern WeirPartitionSlot *weir_shmem_slot(int slotno);
 extern void weir_shmem_wake_launcher(void);
+extern WeirPipelineSlot *weir_shmem_pipeline(int32 pipeline_id, bool claim);
 
 #endif							/* WEIR_SHMEM_H */

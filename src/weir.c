@@ -36,6 +36,8 @@ PG_MODULE_MAGIC;
 bool		weir_preloaded = false;
 char	   *weir_database = NULL;
 int			weir_max_partitions = 1024;
+int			weir_max_pipelines = 32;
+int			weir_default_max_state_memory = 1024 * 1024;	/* kB */
 int			weir_launcher_naptime = 1000;
 int			weir_retention_batch_size = 10000;
 int			weir_time_index_interval = 10000;
@@ -59,6 +61,24 @@ define_gucs(void)
 							1024, 1, 65536,
 							PGC_POSTMASTER,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.max_pipelines",
+							"Maximum number of pipelines running at once, over all databases.",
+							"Each running pipeline takes one background worker too: raise max_worker_processes with it.",
+							&weir_max_pipelines,
+							32, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.max_state_memory",
+							"Default state memory limit of a pipeline.",
+							"A pipeline that reaches its limit stops with status out_of_memory and resumes when the limit is raised.",
+							&weir_default_max_state_memory,
+							1024 * 1024, 1024, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("weir.launcher_naptime",

@@ -1,0 +1,566 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_pipeline.c
+ *	  SQL on the pipeline catalog (weir.pipeline, weir.pipeline_position,
+ *	  weir.pipeline_state, weir.checkpoints, weir.restores,
+ *	  weir.dead_letters) and on sinks.
+ *
+ * As in catalog.c, catalog statements run as the owner of the weir schema
+ * with a pinned search_path.  Checkpoint statements take whole arrays and
+ * unnest them, so a checkpoint is a fixed handful of statements whatever the
+ * number of rows.  Sink statements run as the current user: the worker sets
+ * it to the pipeline's owner before writing.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/catalog_pipeline.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "catalog_pipeline.h"
+
+#define PIPELINE_COLUMNS \
+	"id, name, owner, source, key, event_time, windowing, aggregates, filter, " \
+	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
+	"checkpoint_interval, max_state_memory, search_path, enabled"
+
+static char *
+get_text(int col, MemoryContext cxt)
+{
+	char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+
+	return v ? MemoryContextStrdup(cxt, v) : NULL;
+}
+
+static Datum
+get_datum(int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, isnull);
+}
+
+static void
+fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d;
+	MemoryContext oldcxt;
+
+	row->id = DatumGetInt32(get_datum(1, &isnull));
+	row->name = get_text(2, cxt);
+	row->owner = DatumGetObjectId(get_datum(3, &isnull));
+	row->source = DatumGetObjectId(get_datum(4, &isnull));
+	row->key = get_text(5, cxt);
+	row->event_time = get_text(6, cxt);
+	d = get_datum(7, &isnull);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	row->windowing = datumCopy(d, false, -1);
+	MemoryContextSwitchTo(oldcxt);
+	row->aggregates = get_text(8, cxt);
+	row->filter = get_text(9, cxt);
+	row->out_of_orderness = *DatumGetIntervalP(get_datum(10, &isnull));
+	row->allowed_lateness = *DatumGetIntervalP(get_datum(11, &isnull));
+	d = get_datum(12, &isnull);
+	row->has_idle_timeout = !isnull;
+	if (!isnull)
+		row->idle_timeout = *DatumGetIntervalP(d);
+	row->emit = get_text(13, cxt);
+	row->sink = DatumGetObjectId(get_datum(14, &isnull));
+	d = get_datum(15, &isnull);
+	row->late_records = isnull ? InvalidOid : DatumGetObjectId(d);
+	row->checkpoint_interval = *DatumGetIntervalP(get_datum(16, &isnull));
+	row->max_state_memory = DatumGetInt64(get_datum(17, &isnull));
+	row->search_path = get_text(18, cxt);
+	row->enabled = DatumGetBool(get_datum(19, &isnull));
+}
+
+static bool
+pipeline_where(const char *where, Oid type, Datum value, WeirPipelineRow *row)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirCatalogPrivilege p;
+	char	   *sql = psprintf("SELECT " PIPELINE_COLUMNS " FROM weir.pipeline WHERE %s", where);
+	bool		found;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec(sql, 1, &type, &value, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	if (found)
+		fill_pipeline_row(row, cxt);
+	weir_catalog_privileged_end(&p);
+	return found;
+}
+
+bool
+weir_catalog_pipeline_by_name(const char *name, WeirPipelineRow *row)
+{
+	return pipeline_where("name = $1", TEXTOID, CStringGetTextDatum(name), row);
+}
+
+bool
+weir_catalog_pipeline_by_id(int32 id, WeirPipelineRow *row)
+{
+	return pipeline_where("id = $1", INT4OID, Int32GetDatum(id), row);
+}
+
+int32
+weir_catalog_pipeline_insert(WeirPipelineRow *row)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
+	OIDOID, INTERVALOID, INT8OID, TEXTOID, BOOLOID};
+	Datum		values[18];
+	char		nulls[18];
+	bool		isnull;
+	int32		id;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(row->name);
+	values[1] = ObjectIdGetDatum(row->owner);
+	values[2] = ObjectIdGetDatum(row->source);
+	values[3] = CStringGetTextDatum(row->key);
+	values[4] = CStringGetTextDatum(row->event_time);
+	values[5] = row->windowing;
+	values[6] = CStringGetTextDatum(row->aggregates);
+	if (row->filter)
+		values[7] = CStringGetTextDatum(row->filter);
+	else
+		nulls[7] = 'n';
+	values[8] = IntervalPGetDatum(&row->out_of_orderness);
+	values[9] = IntervalPGetDatum(&row->allowed_lateness);
+	if (row->has_idle_timeout)
+		values[10] = IntervalPGetDatum(&row->idle_timeout);
+	else
+		nulls[10] = 'n';
+	values[11] = CStringGetTextDatum(row->emit);
+	values[12] = ObjectIdGetDatum(row->sink);
+	if (OidIsValid(row->late_records))
+		values[13] = ObjectIdGetDatum(row->late_records);
+	else
+		nulls[13] = 'n';
+	values[14] = IntervalPGetDatum(&row->checkpoint_interval);
+	values[15] = Int64GetDatum(row->max_state_memory);
+	values[16] = CStringGetTextDatum(row->search_path);
+	values[17] = BoolGetDatum(row->enabled);
+
+	weir_catalog_privileged_begin(&p);
+	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
+													CStringGetDatum("weir.windowing")));
+	weir_catalog_exec("INSERT INTO weir.pipeline (name, owner, source, key, event_time, "
+					  "windowing, aggregates, filter, out_of_orderness, allowed_lateness, "
+					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
+					  "max_state_memory, search_path, enabled, status) "
+					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+					  "$14, $15, $16, $17, $18, CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
+					  "RETURNING id",
+					  18, types, values, nulls, SPI_OK_INSERT_RETURNING);
+	id = DatumGetInt32(get_datum(1, &isnull));
+	weir_catalog_privileged_end(&p);
+	return id;
+}
+
+void
+weir_catalog_pipeline_set_enabled(int32 id, bool enabled)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[2] = {INT4OID, BOOLOID};
+	Datum		values[2] = {Int32GetDatum(id), BoolGetDatum(enabled)};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("UPDATE weir.pipeline SET enabled = $2, "
+					  "status = CASE WHEN $2 THEN 'starting' ELSE 'stopped' END, "
+					  "last_error = CASE WHEN $2 THEN NULL ELSE last_error END "
+					  "WHERE id = $1",
+					  2, types, values, NULL, SPI_OK_UPDATE);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_pipeline_set_status(int32 id, const char *status, const char *error,
+								 bool disable)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	values[0] = Int32GetDatum(id);
+	values[1] = CStringGetTextDatum(status);
+	if (error)
+		values[2] = CStringGetTextDatum(error);
+	else
+		nulls[2] = 'n';
+	values[3] = BoolGetDatum(disable);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("UPDATE weir.pipeline SET status = $2, last_error = $3, "
+					  "enabled = enabled AND NOT $4 WHERE id = $1",
+					  4, types, values, nulls, SPI_OK_UPDATE);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_pipeline_delete(int32 id)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.pipeline WHERE id = $1", 1, &type, &value,
+					  NULL, SPI_OK_DELETE);
+	weir_catalog_privileged_end(&p);
+}
+
+/* Ids of the pipelines that should run, as a List of ints. */
+List *
+weir_catalog_enabled_pipelines(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirCatalogPrivilege p;
+	List	   *ids = NIL;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT id FROM weir.pipeline WHERE enabled ORDER BY id",
+					  0, NULL, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		ids = lappend_int(ids, DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc,
+														   1, &isnull)));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	weir_catalog_privileged_end(&p);
+	return ids;
+}
+
+/* A DDL statement built by weir from checked parts, run as the caller. */
+void
+weir_catalog_run_ddl(const char *sql)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	weir_catalog_exec(sql, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	SPI_finish();
+}
+
+void
+weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
+							TimestampTz *max_event_time)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+
+	for (int i = 0; i < partitions; i++)
+	{
+		pos[i] = 0;
+		max_event_time[i] = DT_NOBEGIN;
+	}
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT part, pos, max_event_time FROM weir.pipeline_position "
+					  "WHERE pipeline_id = $1",
+					  1, &type, &value, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		part = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		Datum		d;
+
+		if (part < 0 || part >= partitions)
+			continue;
+		pos[part] = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		if (!isnull)
+			max_event_time[part] = DatumGetTimestampTz(d);
+	}
+	weir_catalog_privileged_end(&p);
+}
+
+/*
+ * Feed every state row of a pipeline to `cb`, through a cursor in batches.
+ * Returns the number of rows; *bytes their size.
+ */
+int64
+weir_catalog_load_state(int32 id, WeirStateRowCallback cb, void *arg, int64 *bytes)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+	SPIPlanPtr	plan;
+	Portal		portal;
+	int64		rows = 0;
+
+	*bytes = 0;
+	weir_catalog_privileged_begin(&p);
+	plan = SPI_prepare("SELECT key, window_start, window_end, fired, state "
+					   "FROM weir.pipeline_state WHERE pipeline_id = $1", 1, &type);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, &value, NULL, true);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			bytea	   *key = DatumGetByteaPP(SPI_getbinval(tup, desc, 1, &isnull));
+			bytea	   *state = DatumGetByteaPP(SPI_getbinval(tup, desc, 5, &isnull));
+
+			cb(arg, key,
+			   DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull)),
+			   DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull)),
+			   DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)),
+			   state);
+			*bytes += VARSIZE_ANY(key) + VARSIZE_ANY(state);
+			rows++;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	weir_catalog_privileged_end(&p);
+	return rows;
+}
+
+/* The id and watermark of a pipeline's last checkpoint; 0 if none. */
+int64
+weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+	int64		checkpoint_id = 0;
+
+	*watermark = DT_NOBEGIN;
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT id, watermark FROM weir.checkpoints WHERE pipeline_id = $1 "
+					  "ORDER BY id DESC LIMIT 1",
+					  1, &type, &value, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d;
+
+		checkpoint_id = DatumGetInt64(get_datum(1, &isnull));
+		d = get_datum(2, &isnull);
+		if (!isnull)
+			*watermark = DatumGetTimestampTz(d);
+	}
+	weir_catalog_privileged_end(&p);
+	return checkpoint_id;
+}
+
+/*
+ * The sink's upsert, prepared once per worker and kept:
+ *	INSERT INTO sink (keys, window_start, window_end, aggs)
+ *	SELECT * FROM unnest($1, ..., $n)
+ *	ON CONFLICT (keys, window_start) DO UPDATE SET window_end, aggs
+ * Parameters are arrays, one per column.  Must be called inside SPI.
+ */
+SPIPlanPtr
+weir_catalog_prepare_sink(WeirPlan *plan, Oid sink)
+{
+	StringInfoData sql;
+	StringInfoData conflict;
+	int			ncols = plan->nkeys + 2 + plan->naggs;
+	Oid		   *types = palloc(sizeof(Oid) * ncols);
+	SPIPlanPtr	prepared;
+	int			c = 0;
+
+	initStringInfo(&sql);
+	initStringInfo(&conflict);
+	appendStringInfo(&sql, "INSERT INTO %s (",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+												get_rel_name(sink)));
+	for (int i = 0; i < plan->nkeys; i++)
+	{
+		appendStringInfo(&sql, "%s, ", quote_identifier(plan->keys[i].name));
+		appendStringInfo(&conflict, "%s, ", quote_identifier(plan->keys[i].name));
+		types[c++] = get_array_type(plan->keys[i].type);
+	}
+	appendStringInfoString(&sql, "window_start, window_end");
+	types[c++] = TIMESTAMPTZARRAYOID;
+	types[c++] = TIMESTAMPTZARRAYOID;
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		appendStringInfo(&sql, ", %s", quote_identifier(plan->aggs[i].name));
+		types[c++] = get_array_type(plan->aggs[i].resulttype);
+	}
+	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
+	for (int i = 0; i < ncols; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfo(&sql, ") ON CONFLICT (%swindow_start) DO UPDATE SET window_end = EXCLUDED.window_end",
+					 conflict.data);
+	for (int i = 0; i < plan->naggs; i++)
+		appendStringInfo(&sql, ", %s = EXCLUDED.%s",
+						 quote_identifier(plan->aggs[i].name),
+						 quote_identifier(plan->aggs[i].name));
+
+	prepared = SPI_prepare(sql.data, ncols, types);
+	if (prepared == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return prepared;
+}
+
+/* Run the sink upsert; the caller is in SPI, as the pipeline's owner. */
+void
+weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays)
+{
+	int			rc = SPI_execute_plan(sink_plan, arrays, NULL, false, 0);
+
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "sink write failed: %s", SPI_result_code_string(rc));
+}
+
+void
+weir_catalog_write_state(int32 id, Datum keys, Datum starts, Datum ends,
+						 Datum fired, Datum states)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[6] = {INT4OID, BYTEAARRAYOID, TIMESTAMPTZARRAYOID,
+	TIMESTAMPTZARRAYOID, BOOLARRAYOID, BYTEAARRAYOID};
+	Datum		values[6] = {Int32GetDatum(id), keys, starts, ends, fired, states};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.pipeline_state "
+					  "SELECT $1, * FROM unnest($2, $3, $4, $5, $6) "
+					  "ON CONFLICT (pipeline_id, key, window_start) DO UPDATE "
+					  "SET window_end = EXCLUDED.window_end, fired = EXCLUDED.fired, "
+					  "state = EXCLUDED.state",
+					  6, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_delete_state(int32 id, Datum keys, Datum starts)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[3] = {INT4OID, BYTEAARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[3] = {Int32GetDatum(id), keys, starts};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.pipeline_state s "
+					  "USING unnest($2, $3) AS d(key, window_start) "
+					  "WHERE s.pipeline_id = $1 AND s.key = d.key "
+					  "AND s.window_start = d.window_start",
+					  3, types, values, NULL, SPI_OK_DELETE);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
+							 Datum max_event_times)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[4] = {INT4OID, INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[4] = {Int32GetDatum(id), parts, positions, max_event_times};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.pipeline_position "
+					  "SELECT $1, * FROM unnest($2, $3, $4) "
+					  "ON CONFLICT (pipeline_id, part) DO UPDATE "
+					  "SET pos = EXCLUDED.pos, max_event_time = EXCLUDED.max_event_time",
+					  4, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id, TimestampTz started_at,
+							  TimestampTz watermark, double start_delay_ms,
+							  double sync_ms, double async_ms, int64 bytes,
+							  int64 sink_rows, int64 state_rows,
+							  int64 state_deletes, int64 records_in)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[12] = {INT4OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		FLOAT8OID, FLOAT8OID, FLOAT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
+	INT8OID};
+	Datum		values[12];
+	char		nulls[12];
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int32GetDatum(id);
+	values[1] = Int64GetDatum(checkpoint_id);
+	values[2] = TimestampTzGetDatum(started_at);
+	values[3] = TimestampTzGetDatum(watermark);
+	if (TIMESTAMP_NOT_FINITE(watermark))
+		nulls[3] = 'n';
+	values[4] = Float8GetDatum(start_delay_ms);
+	values[5] = Float8GetDatum(sync_ms);
+	values[6] = Float8GetDatum(async_ms);
+	values[7] = Int64GetDatum(bytes);
+	values[8] = Int64GetDatum(sink_rows);
+	values[9] = Int64GetDatum(state_rows);
+	values[10] = Int64GetDatum(state_deletes);
+	values[11] = Int64GetDatum(records_in);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.checkpoints (pipeline_id, id, started_at, "
+					  "committed_at, watermark, start_delay_ms, sync_ms, async_ms, bytes, "
+					  "sink_rows, state_rows, state_deletes, records_in) "
+					  "VALUES ($1, $2, $3, clock_timestamp(), $4, $5, $6, "
+					  "$7, "
+					  "$8, $9, $10, $11, $12)",
+					  12, types, values, nulls, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_write_restore(int32 id, int64 checkpoint_id, double duration_ms,
+						   int64 bytes, int64 windows)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[5] = {INT4OID, INT8OID, FLOAT8OID, INT8OID, INT8OID};
+	Datum		values[5];
+
+	values[0] = Int32GetDatum(id);
+	values[1] = Int64GetDatum(checkpoint_id);
+	values[2] = Float8GetDatum(duration_ms);
+	values[3] = Int64GetDatum(bytes);
+	values[4] = Int64GetDatum(windows);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.restores (pipeline_id, checkpoint_id, restored_at, "
+					  "duration_ms, bytes, windows) VALUES ($1, $2, clock_timestamp(), $3, $4, $5)",
+					  5, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts, Datum positions,
+								Datum errors, Datum records)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[6] = {INT4OID, OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+	TEXTARRAYOID, JSONBARRAYOID};
+	Datum		values[6] = {Int32GetDatum(id), ObjectIdGetDatum(source), parts,
+	positions, errors, records};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.dead_letters (pipeline_id, source, partition, "
+					  "position, error, record) "
+					  "SELECT $1, $2, * FROM unnest($3, $4, $5, $6)",
+					  6, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}

@@ -1,0 +1,87 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_pipeline.h
+ *	  SQL on weir's pipeline catalog and on sinks.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/catalog_pipeline.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_CATALOG_PIPELINE_H
+#define WEIR_CATALOG_PIPELINE_H
+
+#include "datatype/timestamp.h"
+#include "executor/spi.h"
+#include "nodes/pg_list.h"
+
+#include "definition.h"
+
+typedef struct WeirPipelineRow
+{
+	int32		id;
+	char	   *name;
+	Oid			owner;
+	Oid			source;
+	char	   *key;
+	char	   *event_time;
+	Datum		windowing;		/* weir.windowing, copied */
+	char	   *aggregates;
+	char	   *filter;			/* NULL: none */
+	Interval	out_of_orderness;
+	Interval	allowed_lateness;
+	bool		has_idle_timeout;
+	Interval	idle_timeout;
+	char	   *emit;
+	Oid			sink;
+	Oid			late_records;	/* InvalidOid: none */
+	Interval	checkpoint_interval;
+	int64		max_state_memory;	/* bytes */
+	char	   *search_path;
+	bool		enabled;
+} WeirPipelineRow;
+
+/* one window's state row, as stored in weir.pipeline_state */
+typedef void (*WeirStateRowCallback) (void *arg, bytea *key, TimestampTz start,
+									  TimestampTz end, bool fired, bytea *state);
+
+extern int32 weir_catalog_pipeline_insert(WeirPipelineRow *row);
+extern bool weir_catalog_pipeline_by_name(const char *name, WeirPipelineRow *row);
+extern bool weir_catalog_pipeline_by_id(int32 id, WeirPipelineRow *row);
+extern void weir_catalog_pipeline_set_enabled(int32 id, bool enabled);
+extern void weir_catalog_pipeline_set_status(int32 id, const char *status,
+											 const char *error, bool disable);
+extern void weir_catalog_pipeline_delete(int32 id);
+extern List *weir_catalog_enabled_pipelines(void);
+extern void weir_catalog_run_ddl(const char *sql);
+
+extern void weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
+										TimestampTz *max_event_time);
+extern int64 weir_catalog_load_state(int32 id, WeirStateRowCallback cb, void *arg,
+									 int64 *bytes);
+extern int64 weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark);
+
+extern SPIPlanPtr weir_catalog_prepare_sink(WeirPlan *plan, Oid sink);
+extern void weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays);
+extern void weir_catalog_write_state(int32 id, Datum keys, Datum starts, Datum ends,
+									 Datum fired, Datum states);
+extern void weir_catalog_delete_state(int32 id, Datum keys, Datum starts);
+extern void weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
+										 Datum max_event_times);
+extern void weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id,
+										  TimestampTz started_at,
+										  TimestampTz watermark,
+										  double start_delay_ms, double sync_ms,
+										  double async_ms, int64 bytes,
+										  int64 sink_rows, int64 state_rows,
+										  int64 state_deletes, int64 records_in);
+extern void weir_catalog_write_restore(int32 id, int64 checkpoint_id,
+									   double duration_ms, int64 bytes,
+									   int64 windows);
+extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
+											Datum positions, Datum errors,
+											Datum records);
+
+#endif							/* WEIR_CATALOG_PIPELINE_H */

@@ -1,0 +1,378 @@
+/*-------------------------------------------------------------------------
+ *
+ * checkpoint.c
+ *	  Writing a pipeline's checkpoint, and restoring from the last one.
+ *
+ * A checkpoint runs inside the worker's round transaction, so everything it
+ * writes commits together with nothing else: the sink rows of the windows
+ * fired or updated since the previous checkpoint, the windows whose state
+ * changed (upserted into weir.pipeline_state) and those that closed
+ * (deleted from it), the positions and per-partition maximum event times,
+ * the dead letters, and a weir.checkpoints row with the phase timings.
+ * After a crash, restoring that state and resuming after those positions
+ * gives the sink and the state a run without the crash would have given.
+ *
+ * Phases (DESIGN.md §5): start delay = from the moment the checkpoint was
+ * due to the worker reaching a batch boundary; sync = collecting what
+ * changed into arrays (processing is stopped meanwhile); async = writing
+ * them.  Only the windows that changed are written, so a checkpoint's cost
+ * follows what changed; the table always holds exactly the open windows,
+ * so it is its own compacted full snapshot.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/checkpoint.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "access/xact.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "aggregate.h"
+#include "catalog_pipeline.h"
+#include "clock.h"
+#include "worker.h"
+
+/* A growing array of Datums of one type, turned into a SQL array. */
+typedef struct Column
+{
+	Oid			type;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+	int			cap;
+	Datum	   *values;
+	bool	   *nulls;
+} Column;
+
+static void
+column_init(Column *c, Oid type)
+{
+	c->type = type;
+	get_typlenbyvalalign(type, &c->typlen, &c->typbyval, &c->typalign);
+	c->n = 0;
+	c->cap = 64;
+	c->values = palloc(sizeof(Datum) * c->cap);
+	c->nulls = palloc(sizeof(bool) * c->cap);
+}
+
+static void
+column_add(Column *c, Datum value, bool isnull)
+{
+	if (c->n == c->cap)
+	{
+		c->cap *= 2;
+		c->values = repalloc(c->values, sizeof(Datum) * c->cap);
+		c->nulls = repalloc(c->nulls, sizeof(bool) * c->cap);
+	}
+	c->values[c->n] = value;
+	c->nulls[c->n] = isnull;
+	c->n++;
+}
+
+static Datum
+column_array(Column *c)
+{
+	int			dims[1] = {c->n};
+	int			lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array(c->values, c->nulls, 1, dims, lbs,
+											  c->type, c->typlen, c->typbyval,
+											  c->typalign));
+}
+
+static bytea *
+make_bytea(const char *data, Size len)
+{
+	bytea	   *b = palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(b, VARHDRSZ + len);
+	memcpy(VARDATA(b), data, len);
+	return b;
+}
+
+/* Key image (worker.c append_key) back to one Datum per key column. */
+void
+weir_checkpoint_decode_key(WeirPlan *plan, const char *image, Datum *values)
+{
+	const char *p = image;
+
+	for (int i = 0; i < plan->nkeys; i++)
+	{
+		WeirKeySpec *k = &plan->keys[i];
+
+		if (k->typbyval)
+		{
+			memcpy(&values[i], p, sizeof(Datum));
+			p += sizeof(Datum);
+		}
+		else if (k->typlen > 0)
+		{
+			char	   *copy = palloc(k->typlen);
+
+			memcpy(copy, p, k->typlen);
+			values[i] = PointerGetDatum(copy);
+			p += k->typlen;
+		}
+		else
+		{
+			uint32		len;
+
+			memcpy(&len, p, sizeof(uint32));
+			p += sizeof(uint32);
+			values[i] = PointerGetDatum(make_bytea(p, len));	/* any varlena */
+			p += len;
+		}
+	}
+}
+
+/* Sink rows under construction: one Column per sink column. */
+typedef struct SinkRows
+{
+	WeirPlan   *plan;
+	Column	   *cols;
+	int			ncols;
+	Datum	   *keyvals;
+} SinkRows;
+
+static void
+sink_rows_init(SinkRows *s, WeirPlan *plan)
+{
+	int			c = 0;
+
+	s->plan = plan;
+	s->ncols = plan->nkeys + 2 + plan->naggs;
+	s->cols = palloc(sizeof(Column) * s->ncols);
+	s->keyvals = palloc(sizeof(Datum) * plan->nkeys);
+	for (int i = 0; i < plan->nkeys; i++)
+		column_init(&s->cols[c++], plan->keys[i].type);
+	column_init(&s->cols[c++], TIMESTAMPTZOID);
+	column_init(&s->cols[c++], TIMESTAMPTZOID);
+	for (int i = 0; i < plan->naggs; i++)
+		column_init(&s->cols[c++], plan->aggs[i].resulttype);
+}
+
+static void
+sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
+			  char *states)
+{
+	WeirPlan   *plan = s->plan;
+	int			c = 0;
+
+	weir_checkpoint_decode_key(plan, key, s->keyvals);
+	for (int i = 0; i < plan->nkeys; i++)
+		column_add(&s->cols[c++], s->keyvals[i], false);
+	column_add(&s->cols[c++], TimestampTzGetDatum(start), false);
+	column_add(&s->cols[c++], TimestampTzGetDatum(end), false);
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		bool		isnull;
+		Datum		v = weir_agg_final(&plan->aggs[i], states, &isnull);
+
+		column_add(&s->cols[c++], v, isnull);
+	}
+}
+
+static double
+ms_since(TimestampTz from, TimestampTz to)
+{
+	return (double) (to - from) / 1000.0;
+}
+
+/*
+ * Write a checkpoint inside the current transaction.  `due` is when it was
+ * due (for the start delay).  Flags of the windows written are cleared
+ * here: if the commit fails, the worker exits and restores from the
+ * previous checkpoint, so they are never trusted after a failure.
+ */
+void
+weir_checkpoint_write(WeirWorker *w, TimestampTz due)
+{
+	WeirPlan   *plan = w->plan;
+	TimestampTz started = weir_clock_now();
+	TimestampTz synced;
+	SinkRows	sink;
+	Column		skeys, sstarts, sends, sfired, sstates;
+	Column		dkeys, dstarts;
+	Column		parts, positions, maxtimes;
+	HASH_SEQ_STATUS status;
+	WeirWindow *win;
+	ListCell   *lc;
+	int64		bytes = 0;
+
+	/* sync: collect what changed */
+	sink_rows_init(&sink, plan);
+	column_init(&skeys, BYTEAOID);
+	column_init(&sstarts, TIMESTAMPTZOID);
+	column_init(&sends, TIMESTAMPTZOID);
+	column_init(&sfired, BOOLOID);
+	column_init(&sstates, BYTEAOID);
+	column_init(&dkeys, BYTEAOID);
+	column_init(&dstarts, TIMESTAMPTZOID);
+	hash_seq_init(&status, w->store->windows);
+	while ((win = hash_seq_search(&status)) != NULL)
+	{
+		if (win->sink_dirty)
+		{
+			sink_rows_add(&sink, win->hkey.key, win->hkey.start, win->end, win->states);
+			win->sink_dirty = false;
+		}
+		if (win->dirty)
+		{
+			column_add(&skeys, PointerGetDatum(make_bytea(win->hkey.key, win->hkey.keylen)), false);
+			column_add(&sstarts, TimestampTzGetDatum(win->hkey.start), false);
+			column_add(&sends, TimestampTzGetDatum(win->end), false);
+			column_add(&sfired, BoolGetDatum(win->fired), false);
+			column_add(&sstates, PointerGetDatum(make_bytea(win->states, plan->state_size)), false);
+			bytes += win->hkey.keylen + plan->state_size;
+			win->dirty = false;
+			win->persisted = true;
+		}
+	}
+	foreach(lc, w->store->retired)
+	{
+		WeirRetired *r = lfirst(lc);
+
+		if (r->write_sink)
+			sink_rows_add(&sink, r->key, r->start, r->end, r->states);
+		if (r->delete_state)
+		{
+			column_add(&dkeys, PointerGetDatum(make_bytea(r->key, r->keylen)), false);
+			column_add(&dstarts, TimestampTzGetDatum(r->start), false);
+		}
+	}
+	column_init(&parts, INT4OID);
+	column_init(&positions, INT8OID);
+	column_init(&maxtimes, TIMESTAMPTZOID);
+	for (int p = 0; p < w->partitions; p++)
+	{
+		column_add(&parts, Int32GetDatum(p), false);
+		column_add(&positions, Int64GetDatum(w->pos[p]), false);
+		column_add(&maxtimes, TimestampTzGetDatum(w->max_event_time[p]),
+				   w->max_event_time[p] == DT_NOBEGIN);
+	}
+	synced = weir_clock_now();
+
+	/* async: write it all; the sink as the pipeline's owner (current user) */
+	if (sink.cols[0].n > 0)
+	{
+		Datum	   *arrays = palloc(sizeof(Datum) * sink.ncols);
+
+		for (int c = 0; c < sink.ncols; c++)
+			arrays[c] = column_array(&sink.cols[c]);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (w->sink_plan == NULL)
+			w->sink_plan = weir_catalog_prepare_sink(plan, w->row.sink);
+		weir_catalog_write_sink(w->sink_plan, arrays);
+		SPI_finish();
+		pg_atomic_fetch_add_u64(&w->slot->records_out, sink.cols[0].n);
+	}
+	if (skeys.n > 0)
+		weir_catalog_write_state(w->row.id, column_array(&skeys), column_array(&sstarts),
+								 column_array(&sends), column_array(&sfired),
+								 column_array(&sstates));
+	if (dkeys.n > 0)
+		weir_catalog_delete_state(w->row.id, column_array(&dkeys), column_array(&dstarts));
+	weir_catalog_write_positions(w->row.id, column_array(&parts),
+								 column_array(&positions), column_array(&maxtimes));
+	if (w->dead != NIL)
+	{
+		Column		dparts, dpos, derr, drec;
+
+		column_init(&dparts, INT4OID);
+		column_init(&dpos, INT8OID);
+		column_init(&derr, TEXTOID);
+		column_init(&drec, JSONBOID);
+		foreach(lc, w->dead)
+		{
+			WeirDeadLetter *d = lfirst(lc);
+
+			column_add(&dparts, Int32GetDatum(d->part), false);
+			column_add(&dpos, Int64GetDatum(d->position), false);
+			column_add(&derr, CStringGetTextDatum(d->error), false);
+			column_add(&drec, DirectFunctionCall1(jsonb_in, CStringGetDatum(d->record)), false);
+		}
+		weir_catalog_write_dead_letters(w->row.id, w->row.source, column_array(&dparts),
+										column_array(&dpos), column_array(&derr),
+										column_array(&drec));
+		list_free_deep(w->dead);
+		w->dead = NIL;
+	}
+	w->checkpoint_id++;
+	weir_catalog_write_checkpoint(w->row.id, w->checkpoint_id, due, w->watermark,
+								  ms_since(due, started), ms_since(started, synced),
+								  ms_since(synced, weir_clock_now()), bytes,
+								  sink.cols[0].n, skeys.n, dkeys.n, w->records_since);
+	w->records_since = 0;
+}
+
+static void
+restore_window(void *arg, bytea *key, TimestampTz start, TimestampTz end,
+			   bool fired, bytea *state)
+{
+	WeirWorker *w = (WeirWorker *) arg;
+	WeirWindow *win;
+	bool		created;
+
+	win = weir_window_lookup(w->store, start, end, VARDATA_ANY(key),
+							 VARSIZE_ANY_EXHDR(key), &created);
+	if (!created || VARSIZE_ANY_EXHDR(state) != w->plan->state_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupted checkpoint of pipeline \"%s\": bad state row",
+						w->row.name),
+				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
+	memcpy(win->states, VARDATA_ANY(state), w->plan->state_size);
+	win->fired = fired;
+	win->dirty = false;
+	win->persisted = true;
+}
+
+/*
+ * Load the last checkpoint: open windows, positions, watermark.  Timed and
+ * recorded in weir.restores.
+ */
+void
+weir_checkpoint_restore(WeirWorker *w)
+{
+	TimestampTz started = GetCurrentTimestamp();
+	int64		bytes;
+	int64		windows;
+	TimestampTz watermark;
+	double		ms;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(w->cxt);
+	weir_catalog_load_positions(w->row.id, w->partitions, w->pos, w->max_event_time);
+	windows = weir_catalog_load_state(w->row.id, restore_window, w, &bytes);
+	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
+	w->watermark = watermark;
+	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
+	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, windows);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(w->cxt);
+
+	SpinLockAcquire(&w->slot->mutex);
+	w->slot->checkpoint_id = w->checkpoint_id;
+	w->slot->watermark = w->watermark;
+	SpinLockRelease(&w->slot->mutex);
+	ereport(LOG,
+			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " windows, " INT64_FORMAT " bytes",
+					w->row.name, w->checkpoint_id, ms, windows, bytes)));
+}

@@ -1,0 +1,435 @@
+/*-------------------------------------------------------------------------
+ *
+ * definition.c
+ *	  Parsing and type-checking a pipeline definition against its source.
+ *
+ * Keys, the event time, the filter and the aggregates are SQL text.  Each is
+ * parsed by PostgreSQL's own parser and analyzer as part of a query
+ *	  SELECT <text> FROM ONLY <source> [WHERE <filter>]
+ * so names resolve against the source's columns, types are checked and a
+ * typo is an error when the pipeline is created, not later in the worker.
+ * The analyzed query must be exactly that shape (one relation, the source;
+ * no sub-queries, set-returning or window functions), which also keeps
+ * text such as "1 FROM pg_authid --" from reading anything else.  The
+ * expressions that come out refer to the source row as varno 1, which is
+ * how the worker evaluates them against a slot of the topic table.
+ *
+ * The same code builds the plan at creation time (to validate and to derive
+ * the sink's columns) and in the worker at start (to run it).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/definition.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parse_coerce.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/timestamp.h"
+
+#include "definition.h"
+
+/* Re-raise an error from parsing `what` with its SQLSTATE, naming `what`. */
+static void
+rethrow_as(MemoryContext cxt, const char *what)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	ereport(ERROR,
+			(errcode(edata->sqlerrcode),
+			 errmsg("invalid %s: %s", what, edata->message),
+			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+			 edata->hint ? errhint("%s", edata->hint) : 0));
+}
+
+static void
+refuse_shape(const char *what, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("invalid %s: %s", what, why),
+			 errhint("Write %s as expressions over the columns of the source topic.", what)));
+}
+
+/*
+ * Parse and analyze "SELECT <targets> FROM ONLY <source> [WHERE <where>]"
+ * and check it has exactly that shape.
+ */
+static Query *
+analyze_over_source(Oid source, const char *targets, const char *where,
+					const char *what)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	StringInfoData sql;
+	List	   *raw = NIL;
+	Query	   *query = NULL;
+	RangeTblEntry *rte;
+
+	initStringInfo(&sql);
+	/* newlines: a trailing "--" comment in the text cannot swallow the rest */
+	appendStringInfo(&sql, "SELECT %s\nFROM ONLY %s", targets,
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+												get_rel_name(source)));
+	if (where)
+		appendStringInfo(&sql, "\nWHERE %s\n", where);
+
+	PG_TRY();
+	{
+		raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
+		if (list_length(raw) == 1 &&
+			IsA(linitial_node(RawStmt, raw)->stmt, SelectStmt))
+			query = parse_analyze_fixedparams(linitial_node(RawStmt, raw),
+											  sql.data, NULL, 0, NULL);
+	}
+	PG_CATCH();
+	{
+		rethrow_as(cxt, what);
+	}
+	PG_END_TRY();
+
+	if (query == NULL || query->commandType != CMD_SELECT)
+		refuse_shape(what, "it is not a list of expressions");
+	if (list_length(query->rtable) != 1)
+		refuse_shape(what, "it refers to relations other than the source");
+	rte = linitial_node(RangeTblEntry, query->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relid != source ||
+		list_length(query->jointree->fromlist) != 1)
+		refuse_shape(what, "it refers to relations other than the source");
+	if (query->cteList || query->groupClause || query->havingQual ||
+		query->sortClause || query->limitCount || query->limitOffset ||
+		query->distinctClause || query->setOperations || query->windowClause ||
+		query->groupingSets)
+		refuse_shape(what, "it is not a list of expressions");
+	if (query->hasSubLinks)
+		refuse_shape(what, "sub-queries are not supported");
+	if (query->hasTargetSRFs)
+		refuse_shape(what, "set-returning functions are not supported");
+	if (query->hasWindowFuncs)
+		refuse_shape(what, "window functions are not supported");
+	return query;
+}
+
+static void
+refuse_volatile(Node *expr, const char *what)
+{
+	if (contain_volatile_functions(expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("invalid %s: volatile functions are not allowed", what),
+				 errdetail("A pipeline must compute the same result when it replays records after a crash."),
+				 errhint("Use immutable or stable expressions.")));
+}
+
+/*
+ * Keys are compared by their binary image, which is equality for these
+ * types (and for text only under a deterministic collation).
+ */
+static bool
+key_type_supported(Oid type, Oid collation)
+{
+	switch (type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case BOOLOID:
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case OIDOID:
+		case UUIDOID:
+		case BYTEAOID:
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+			return !OidIsValid(collation) || get_collation_isdeterministic(collation);
+		default:
+			return false;
+	}
+}
+
+static char *
+column_name(TargetEntry *tle, const char *fallback, int n)
+{
+	if (tle->resname && strcmp(tle->resname, "?column?") != 0)
+		return pstrdup(tle->resname);
+	return psprintf("%s%d", fallback, n);
+}
+
+static void
+plan_keys(WeirPlan *plan, Oid source, const char *key)
+{
+	Query	   *query = analyze_over_source(source, key, NULL, "key");
+	ListCell   *lc;
+	int			i = 0;
+
+	if (query->hasAggs)
+		refuse_shape("key", "aggregates are not allowed in it");
+	plan->nkeys = list_length(query->targetList);
+	plan->keys = palloc0(sizeof(WeirKeySpec) * plan->nkeys);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		WeirKeySpec *k = &plan->keys[i++];
+
+		refuse_volatile((Node *) tle->expr, "key");
+		k->expr = tle->expr;
+		k->type = exprType((Node *) tle->expr);
+		k->typmod = exprTypmod((Node *) tle->expr);
+		k->collation = exprCollation((Node *) tle->expr);
+		get_typlenbyval(k->type, &k->typlen, &k->typbyval);
+		k->name = column_name(tle, "key", i);
+		if (!key_type_supported(k->type, k->collation))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("key \"%s\" of type %s is not supported", k->name,
+							format_type_be(k->type)),
+					 errdetail("Keys are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
+					 errhint("Cast the key to one of these types, for example text.")));
+	}
+}
+
+static void
+plan_event_time(WeirPlan *plan, Oid source, const char *event_time)
+{
+	Query	   *query = analyze_over_source(source, event_time, NULL, "event_time");
+	TargetEntry *tle;
+	Node	   *expr;
+
+	if (query->hasAggs || list_length(query->targetList) != 1)
+		refuse_shape("event_time", "it must be one expression");
+	tle = linitial_node(TargetEntry, query->targetList);
+	refuse_volatile((Node *) tle->expr, "event_time");
+	expr = coerce_to_target_type(NULL, (Node *) tle->expr,
+								 exprType((Node *) tle->expr),
+								 TIMESTAMPTZOID, -1, COERCION_ASSIGNMENT,
+								 COERCE_IMPLICIT_CAST, -1);
+	if (expr == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("invalid event_time: type %s cannot be used as a timestamp with time zone",
+						format_type_be(exprType((Node *) tle->expr))),
+				 errhint("Give a timestamptz column or expression, for example to_timestamp(epoch_seconds).")));
+	plan->event_time = (Expr *) expr;
+}
+
+static void
+plan_filter(WeirPlan *plan, Oid source, const char *filter)
+{
+	Query	   *query;
+
+	if (filter == NULL)
+		return;
+	query = analyze_over_source(source, "1", filter, "filter");
+	if (query->hasAggs)
+		refuse_shape("filter", "aggregates are not allowed in it");
+	refuse_volatile(query->jointree->quals, "filter");
+	plan->filter = (Expr *) query->jointree->quals;
+}
+
+/* The fast-path kind of an aggregate, or -1 if weir cannot keep its state. */
+static int
+agg_kind(Oid aggfnoid)
+{
+	switch (aggfnoid)
+	{
+		case F_COUNT_:
+			return WEIR_AGG_COUNT_STAR;
+		case F_COUNT_ANY:
+			return WEIR_AGG_COUNT;
+		case F_SUM_INT2:
+		case F_SUM_INT4:
+		case F_SUM_INT8:
+			return WEIR_AGG_SUM_INT;
+		case F_SUM_FLOAT8:
+			return WEIR_AGG_SUM_FLOAT8;
+		case F_MIN_INT2:
+		case F_MIN_INT4:
+		case F_MIN_INT8:
+		case F_MIN_FLOAT8:
+		case F_MIN_TIMESTAMPTZ:
+			return WEIR_AGG_MIN;
+		case F_MAX_INT2:
+		case F_MAX_INT4:
+		case F_MAX_INT8:
+		case F_MAX_FLOAT8:
+		case F_MAX_TIMESTAMPTZ:
+			return WEIR_AGG_MAX;
+		case F_AVG_INT2:
+		case F_AVG_INT4:
+		case F_AVG_INT8:
+			return WEIR_AGG_AVG_INT;
+		case F_AVG_FLOAT8:
+			return WEIR_AGG_AVG_FLOAT8;
+		default:
+			return -1;
+	}
+}
+
+/* Bytes of state per aggregate kind; see aggregate.c for the layouts. */
+static int
+agg_state_size(WeirAggKind kind)
+{
+	switch (kind)
+	{
+		case WEIR_AGG_COUNT_STAR:
+		case WEIR_AGG_COUNT:
+			return 8;
+		case WEIR_AGG_SUM_INT:
+		case WEIR_AGG_AVG_INT:
+			return 24;
+		default:
+			return 16;
+	}
+}
+
+static void
+plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
+{
+	Query	   *query = analyze_over_source(source, aggregates, NULL, "aggregates");
+	ListCell   *lc;
+	int			i = 0;
+	Size		offset = 0;
+
+	plan->naggs = list_length(query->targetList);
+	plan->aggs = palloc0(sizeof(WeirAggSpec) * plan->naggs);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		WeirAggSpec *a = &plan->aggs[i++];
+		Aggref	   *aggref;
+		int			kind;
+
+		if (!IsA(tle->expr, Aggref))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("invalid aggregates: item %d is not an aggregate call", i),
+					 errhint("List aggregate calls such as count(*) AS n, sum(amount) AS total; compute on their results in a view over the sink.")));
+		aggref = (Aggref *) tle->expr;
+		a->name = column_name(tle, "agg", i);
+		if (aggref->aggdistinct || aggref->aggorder || aggref->aggkind != AGGKIND_NORMAL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("aggregate \"%s\" cannot be kept in a window: DISTINCT, ORDER BY and ordered-set aggregates are not supported",
+							a->name),
+					 errdetail("Window state must be combinable and serialisable.")));
+		if (aggref->aggfilter)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("aggregate \"%s\" has a FILTER clause, which is not supported", a->name),
+					 errhint("Use the pipeline's filter argument.")));
+		kind = agg_kind(aggref->aggfnoid);
+		if (kind < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("aggregate %s is not supported", format_procedure(aggref->aggfnoid)),
+					 errdetail("This version keeps count, and sum, min, max and avg over integers, float8 and timestamptz (min and max)."),
+					 errhint("Cast the argument, for example sum(amount::bigint).")));
+		a->kind = (WeirAggKind) kind;
+		if (aggref->args)
+		{
+			a->arg = linitial_node(TargetEntry, aggref->args)->expr;
+			a->argtype = exprType((Node *) a->arg);
+			refuse_volatile((Node *) a->arg, "aggregates");
+		}
+		a->resulttype = aggref->aggtype;
+		a->resulttypmod = -1;
+		a->offset = offset;
+		offset += agg_state_size(a->kind);
+		for (int j = 0; j < i - 1; j++)
+			if (strcmp(plan->aggs[j].name, a->name) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("aggregate name \"%s\" is used twice", a->name),
+						 errhint("Name each aggregate with AS, for example sum(amount) AS total.")));
+	}
+	plan->state_size = MAXALIGN(offset);
+}
+
+WeirPlan *
+weir_definition_plan(Oid source, const char *key, const char *event_time,
+					 const char *aggregates, const char *filter,
+					 WeirWindowing *windowing)
+{
+	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
+
+	plan->source = source;
+	plan_keys(plan, source, key);
+	plan_event_time(plan, source, event_time);
+	plan_filter(plan, source, filter);
+	plan_aggregates(plan, source, aggregates);
+	plan->windowing = *windowing;
+
+	for (int i = 0; i < plan->naggs; i++)
+		for (int j = 0; j < plan->nkeys; j++)
+			if (strcmp(plan->aggs[i].name, plan->keys[j].name) == 0 ||
+				strcmp(plan->aggs[i].name, "window_start") == 0 ||
+				strcmp(plan->aggs[i].name, "window_end") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("sink column name \"%s\" is used twice", plan->aggs[i].name),
+						 errhint("Name keys and aggregates apart with AS; window_start and window_end are taken.")));
+	return plan;
+}
+
+/* An interval as microseconds; months have no fixed length and are refused. */
+int64
+weir_interval_usecs(Interval *interval, const char *what)
+{
+	if (interval->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be given in months or years", what),
+				 errhint("Months differ in length; give days, hours, minutes or seconds.")));
+	return interval->time + (int64) interval->day * USECS_PER_DAY;
+}
+
+/* Decode a weir.windowing value (see weir.tumbling() and friends). */
+void
+weir_definition_windowing(Datum windowing, WeirWindowing *out)
+{
+	HeapTupleHeader tup = DatumGetHeapTupleHeader(windowing);
+	bool		isnull;
+	char	   *kind;
+
+	kind = TextDatumGetCString(GetAttributeByName(tup, "kind", &isnull));
+	if (strcmp(kind, "tumbling") == 0)
+	{
+		out->kind = WEIR_WINDOW_TUMBLING;
+		out->size = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "size", &isnull)), "size");
+		out->slide = out->size;
+	}
+	else if (strcmp(kind, "hopping") == 0)
+	{
+		out->kind = WEIR_WINDOW_HOPPING;
+		out->size = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "size", &isnull)), "size");
+		out->slide = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "slide", &isnull)), "slide");
+	}
+	else if (strcmp(kind, "session") == 0)
+	{
+		out->kind = WEIR_WINDOW_SESSION;
+		out->size = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "gap", &isnull)), "gap");
+		out->slide = 0;
+	}
+	else
+		elog(ERROR, "unrecognized window kind: %s", kind);
+}

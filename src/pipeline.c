@@ -1,0 +1,595 @@
+/*-------------------------------------------------------------------------
+ *
+ * pipeline.c
+ *	  SQL functions that define and control pipelines: weir.create_pipeline,
+ *	  weir.start, weir.stop, weir.drop_pipeline, weir.checkpoint, the window
+ *	  constructors and the function behind weir.pipelines.
+ *
+ * Definitions are validated completely at creation (definition.c) and the
+ * sink is created or checked then, in the caller's transaction: a rolled
+ * back create_pipeline leaves nothing behind.  Starting, stopping and
+ * dropping only change the catalog; the launcher is woken when that commits
+ * and starts or stops the worker.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/pipeline.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog_pipeline.h"
+#include "definition.h"
+#include "shmem.h"
+#include "topic.h"
+#include "weir.h"
+#include "window.h"
+
+static bool wake_registered = false;
+static bool wake_at_commit = false;
+
+static void
+wake_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && wake_at_commit)
+		weir_shmem_wake_launcher();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+		wake_at_commit = false;
+}
+
+/* The launcher acts on catalog changes once they are committed. */
+static void
+wake_launcher_at_commit(void)
+{
+	if (!wake_registered)
+	{
+		RegisterXactCallback(wake_callback, NULL);
+		wake_registered = true;
+	}
+	wake_at_commit = true;
+}
+
+/* --- window constructors ------------------------------------------------ */
+
+static Datum
+make_windowing(FunctionCallInfo fcinfo, const char *kind, Interval *size,
+			   Interval *slide, Interval *gap)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, !size, !slide, !gap};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = CStringGetTextDatum(kind);
+	values[1] = size ? IntervalPGetDatum(size) : (Datum) 0;
+	values[2] = slide ? IntervalPGetDatum(slide) : (Datum) 0;
+	values[3] = gap ? IntervalPGetDatum(gap) : (Datum) 0;
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
+static int64
+positive_usecs(Interval *interval, const char *what)
+{
+	int64		us = weir_interval_usecs(interval, what);
+
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a positive interval", what)));
+	return us;
+}
+
+PG_FUNCTION_INFO_V1(weir_tumbling);
+Datum
+weir_tumbling(PG_FUNCTION_ARGS)
+{
+	Interval   *size = PG_GETARG_INTERVAL_P(0);
+
+	positive_usecs(size, "window size");
+	return make_windowing(fcinfo, "tumbling", size, size, NULL);
+}
+
+PG_FUNCTION_INFO_V1(weir_hopping);
+Datum
+weir_hopping(PG_FUNCTION_ARGS)
+{
+	Interval   *size = PG_GETARG_INTERVAL_P(0);
+	Interval   *slide = PG_GETARG_INTERVAL_P(1);
+	int64		size_us = positive_usecs(size, "window size");
+	int64		slide_us = positive_usecs(slide, "window slide");
+
+	if (slide_us > size_us)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window slide must not be longer than the window size"),
+				 errhint("For windows that do not overlap, use weir.tumbling().")));
+	if ((size_us + slide_us - 1) / slide_us > WEIR_MAX_HOPS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a record would fall into more than %d hopping windows", WEIR_MAX_HOPS),
+				 errhint("Use a longer slide.")));
+	return make_windowing(fcinfo, "hopping", size, slide, NULL);
+}
+
+PG_FUNCTION_INFO_V1(weir_session);
+Datum
+weir_session(PG_FUNCTION_ARGS)
+{
+	Interval   *gap = PG_GETARG_INTERVAL_P(0);
+
+	positive_usecs(gap, "session gap");
+	return make_windowing(fcinfo, "session", NULL, NULL, gap);
+}
+
+/* --- creating ------------------------------------------------------------- */
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool required)
+{
+	if (PG_ARGISNULL(argno))
+	{
+		if (required)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"%s\" must not be null", name)));
+		return NULL;
+	}
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+static Interval *
+interval_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool allow_zero)
+{
+	Interval   *v;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	v = PG_GETARG_INTERVAL_P(argno);
+	if (weir_interval_usecs(v, name) < 0 ||
+		(!allow_zero && weir_interval_usecs(v, name) == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be %s interval", name,
+						allow_zero ? "a non-negative" : "a positive")));
+	return v;
+}
+
+static Oid
+relation_if_exists(const char *name, RangeVar **rv)
+{
+	*rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	return RangeVarGetRelid(*rv, NoLock, true);
+}
+
+/* The sink's columns as CREATE TABLE text, and its conflict target. */
+static char *
+sink_definition(WeirPlan *plan, const char *qualified)
+{
+	StringInfoData sql;
+	StringInfoData pk;
+
+	initStringInfo(&sql);
+	initStringInfo(&pk);
+	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
+	for (int i = 0; i < plan->nkeys; i++)
+	{
+		appendStringInfo(&sql, "%s %s NOT NULL, ", quote_identifier(plan->keys[i].name),
+						 format_type_with_typemod(plan->keys[i].type, plan->keys[i].typmod));
+		appendStringInfo(&pk, "%s, ", quote_identifier(plan->keys[i].name));
+	}
+	appendStringInfoString(&sql, "window_start timestamptz NOT NULL, window_end timestamptz NOT NULL");
+	for (int i = 0; i < plan->naggs; i++)
+		appendStringInfo(&sql, ", %s %s", quote_identifier(plan->aggs[i].name),
+						 format_type_be(plan->aggs[i].resulttype));
+	appendStringInfo(&sql, ", PRIMARY KEY (%swindow_start))", pk.data);
+	return sql.data;
+}
+
+static void
+check_sink_column(Oid sink, const char *name, Oid type)
+{
+	AttrNumber	attnum = get_attnum(sink, name);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("sink \"%s\" has no column \"%s\"", get_rel_name(sink), name),
+				 errhint("Let weir create the sink (name a table that does not exist), or add the column.")));
+	if (get_atttype(sink, attnum) != type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of sink \"%s\" has type %s, the pipeline produces %s",
+						name, get_rel_name(sink), format_type_be(get_atttype(sink, attnum)),
+						format_type_be(type))));
+}
+
+/* An existing sink must have the columns and a unique key to upsert on. */
+static void
+check_sink(WeirPlan *plan, Oid sink)
+{
+	Relation	rel = table_open(sink, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		has_key = false;
+	int			nkey = plan->nkeys + 1;
+
+	for (int i = 0; i < plan->nkeys; i++)
+		check_sink_column(sink, plan->keys[i].name, plan->keys[i].type);
+	check_sink_column(sink, "window_start", TIMESTAMPTZOID);
+	check_sink_column(sink, "window_end", TIMESTAMPTZOID);
+	for (int i = 0; i < plan->naggs; i++)
+		check_sink_column(sink, plan->aggs[i].name, plan->aggs[i].resulttype);
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index index;
+		int			matched = 0;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		index = (Form_pg_index) GETSTRUCT(tup);
+		if (index->indisunique && index->indnkeyatts == nkey && heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+		{
+			for (int k = 0; k < nkey; k++)
+			{
+				AttrNumber	a = index->indkey.values[k];
+
+				if (a == get_attnum(sink, "window_start"))
+					matched++;
+				for (int i = 0; i < plan->nkeys; i++)
+					if (a == get_attnum(sink, plan->keys[i].name))
+						matched++;
+			}
+		}
+		ReleaseSysCache(tup);
+		if (matched == nkey)
+			has_key = true;
+	}
+	table_close(rel, AccessShareLock);
+	if (!has_key)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("sink \"%s\" has no unique key on its key columns and window_start",
+						get_rel_name(sink)),
+				 errdetail("Late records update rows already in the sink, which needs that key."),
+				 errhint("Add a primary key, or let weir create the sink.")));
+	if (pg_class_aclcheck(sink, GetUserId(), ACL_INSERT | ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to write to sink \"%s\"", get_rel_name(sink)),
+				 errhint("The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink.")));
+}
+
+/*
+ * weir.create_pipeline(name, source, key, event_time, windowing, aggregates,
+ *		filter, out_of_orderness, allowed_lateness, idle_timeout, emit, sink,
+ *		checkpoint_interval, max_state_memory, late_records, start)
+ */
+PG_FUNCTION_INFO_V1(weir_create_pipeline);
+Datum
+weir_create_pipeline(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row;
+	WeirWindowing windowing;
+	WeirPlan   *plan;
+	Relation	source;
+	char	   *sink_name;
+	char	   *late_name;
+	Oid			sink;
+	RangeVar   *rv;
+	Interval   *iv;
+	int64		checkpoint_us;
+	WeirPipelineRow existing;
+
+	(void) weir_shmem();
+	memset(&row, 0, sizeof(row));
+	row.name = text_arg(fcinfo, 0, "name", true);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"source\" must not be null")));
+	row.source = PG_GETARG_OID(1);
+	row.key = text_arg(fcinfo, 2, "key", true);
+	row.event_time = text_arg(fcinfo, 3, "event_time", true);
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"windowing\" must not be null"),
+				 errhint("Pass weir.tumbling(size), weir.hopping(size, slide) or weir.session(gap).")));
+	row.windowing = PG_GETARG_DATUM(4);
+	row.aggregates = text_arg(fcinfo, 5, "aggregates", true);
+	row.filter = text_arg(fcinfo, 6, "filter", false);
+
+	if (row.name[0] == '\0' || strlen(row.name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pipeline name must have 1 to %d characters", NAMEDATALEN - 1)));
+	if (weir_catalog_pipeline_by_name(row.name, &existing))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" already exists", row.name),
+				 errhint("Drop it with weir.drop_pipeline(), or choose another name.")));
+
+	source = table_open(row.source, AccessShareLock);
+	(void) weir_topic_get(source);
+	if (pg_class_aclcheck(row.source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read topic \"%s\"", RelationGetRelationName(source)),
+				 errhint("A pipeline reads with its owner's privileges.")));
+	table_close(source, NoLock);
+
+	weir_definition_windowing(row.windowing, &windowing);
+	if (windowing.kind == WEIR_WINDOW_SESSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session windows are not supported yet"),
+				 errhint("Use weir.tumbling() or weir.hopping().")));
+	plan = weir_definition_plan(row.source, row.key, row.event_time,
+								row.aggregates, row.filter, &windowing);
+
+	/* NULL out_of_orderness or allowed_lateness means none */
+	iv = interval_arg(fcinfo, 7, "out_of_orderness", true);
+	if (iv)
+		row.out_of_orderness = *iv;
+	iv = interval_arg(fcinfo, 8, "allowed_lateness", true);
+	if (iv)
+		row.allowed_lateness = *iv;
+	iv = interval_arg(fcinfo, 9, "idle_timeout", false);
+	row.has_idle_timeout = iv != NULL;
+	if (iv)
+		row.idle_timeout = *iv;
+	row.emit = PG_ARGISNULL(10) ? "final" : text_arg(fcinfo, 10, "emit", false);
+	if (strcmp(row.emit, "final") != 0 && strcmp(row.emit, "updates") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("emit must be 'final' or 'updates', not '%s'", row.emit)));
+	iv = interval_arg(fcinfo, 12, "checkpoint_interval", false);
+	if (iv == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"checkpoint_interval\" must not be null")));
+	checkpoint_us = weir_interval_usecs(iv, "checkpoint_interval");
+	if (checkpoint_us < 10 * 1000 || checkpoint_us > USECS_PER_HOUR)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
+	row.checkpoint_interval = *iv;
+	row.max_state_memory = PG_ARGISNULL(13) ? (int64) weir_default_max_state_memory * 1024 :
+		PG_GETARG_INT64(13);
+	if (row.max_state_memory < 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_state_memory must be at least 1MB (1048576 bytes)")));
+	row.enabled = PG_ARGISNULL(15) ? true : PG_GETARG_BOOL(15);
+	row.owner = GetUserId();
+	row.search_path = GetConfigOptionByName("search_path", NULL, false);
+
+	/* the sink: created with the right columns, or checked */
+	sink_name = PG_ARGISNULL(11) ? row.name : text_arg(fcinfo, 11, "sink", false);
+	sink = relation_if_exists(sink_name, &rv);
+	if (!OidIsValid(sink))
+	{
+		weir_catalog_run_ddl(sink_definition(plan, quote_qualified_identifier(rv->schemaname, rv->relname)));
+		sink = RangeVarGetRelid(rv, NoLock, false);
+	}
+	else
+		check_sink(plan, sink);
+	row.sink = sink;
+
+	late_name = text_arg(fcinfo, 14, "late_records", false);
+	if (late_name)
+	{
+		Oid			late = relation_if_exists(late_name, &rv);
+
+		if (!OidIsValid(late))
+		{
+			weir_catalog_run_ddl(psprintf("CREATE TABLE %s (LIKE %s, watermark timestamptz, received_at timestamptz)",
+										  quote_qualified_identifier(rv->schemaname, rv->relname),
+										  quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.source)),
+																	 get_rel_name(row.source))));
+			late = RangeVarGetRelid(rv, NoLock, false);
+		}
+		row.late_records = late;
+	}
+
+	row.id = weir_catalog_pipeline_insert(&row);
+	if (row.enabled)
+		wake_launcher_at_commit();
+	PG_RETURN_INT32(row.id);
+}
+
+/* --- controlling -------------------------------------------------------- */
+
+static WeirPipelineRow
+pipeline_for_owner(const char *name)
+{
+	WeirPipelineRow row;
+
+	if (!weir_catalog_pipeline_by_name(name, &row))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" does not exist", name),
+				 errhint("See weir.pipelines for the pipelines of this database.")));
+	if (!has_privs_of_role(GetUserId(), row.owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of pipeline \"%s\"", name)));
+	return row;
+}
+
+PG_FUNCTION_INFO_V1(weir_start);
+Datum
+weir_start(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	weir_catalog_pipeline_set_enabled(row.id, true);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(weir_stop);
+Datum
+weir_stop(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	weir_catalog_pipeline_set_enabled(row.id, false);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(weir_drop_pipeline);
+Datum
+weir_drop_pipeline(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	weir_catalog_pipeline_delete(row.id);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * weir.checkpoint(pipeline text, timeout interval) RETURNS bigint
+ *
+ * Ask the running worker for a checkpoint and wait until one has committed.
+ */
+PG_FUNCTION_INFO_V1(weir_checkpoint);
+Datum
+weir_checkpoint(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int64		timeout_us = weir_interval_usecs(PG_GETARG_INTERVAL_P(1), "timeout");
+	WeirPipelineRow row = pipeline_for_owner(name);
+	WeirPipelineSlot *slot = weir_shmem_pipeline(row.id, false);
+	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
+	int64		target;
+	int64		done;
+	int			pid;
+	Latch	   *latch;
+
+	if (slot)
+	{
+		SpinLockAcquire(&slot->mutex);
+		pid = slot->pid;
+		latch = slot->latch;
+		target = slot->checkpoint_id + 1;
+		if (pid != 0 && slot->checkpoint_requested < target)
+			slot->checkpoint_requested = target;
+		SpinLockRelease(&slot->mutex);
+	}
+	if (slot == NULL || pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" is not running", name),
+				 errhint("Start it with weir.start(), and see weir.pipelines for its status.")));
+	SetLatch(latch);
+
+	ConditionVariablePrepareToSleep(&slot->checkpoint_cv);
+	for (;;)
+	{
+		int			now_pid;
+
+		SpinLockAcquire(&slot->mutex);
+		done = slot->checkpoint_id;
+		now_pid = slot->pid;
+		SpinLockRelease(&slot->mutex);
+		if (done >= target)
+			break;
+		if (now_pid != pid)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("pipeline \"%s\" stopped before its checkpoint", name),
+					 errhint("See last_error in weir.pipelines.")));
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("pipeline \"%s\" took no checkpoint within the timeout", name)));
+		ConditionVariableTimedSleep(&slot->checkpoint_cv, 100, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	PG_RETURN_INT64(done);
+}
+
+#define PIPELINE_STATE_COLS 12
+
+PG_FUNCTION_INFO_V1(weir_pipeline_state);
+Datum
+weir_pipeline_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	WeirShmem  *sh = weir_shmem();
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < sh->npipelines; i++)
+	{
+		WeirPipelineSlot *p = &sh->pipelines[i];
+		Datum		values[PIPELINE_STATE_COLS];
+		bool		nulls[PIPELINE_STATE_COLS];
+		int32		id;
+		int			pid;
+		TimestampTz watermark;
+		int64		checkpoint_id;
+		TimestampTz checkpoint_at;
+		int64		windows;
+		int64		state_bytes;
+		int64		lag;
+
+		SpinLockAcquire(&p->mutex);
+		id = p->dboid == MyDatabaseId ? p->pipeline_id : 0;
+		pid = p->pid;
+		watermark = p->watermark;
+		checkpoint_id = p->checkpoint_id;
+		checkpoint_at = p->checkpoint_at;
+		windows = p->windows;
+		state_bytes = p->state_bytes;
+		lag = p->lag_rows;
+		SpinLockRelease(&p->mutex);
+		if (id == 0 || pid == 0)
+			continue;
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(id);
+		values[1] = Int32GetDatum(pid);
+		values[2] = TimestampTzGetDatum(watermark);
+		nulls[2] = TIMESTAMP_NOT_FINITE(watermark);
+		values[3] = Int64GetDatum(checkpoint_id);
+		nulls[3] = checkpoint_id == 0;
+		values[4] = TimestampTzGetDatum(checkpoint_at);
+		nulls[4] = checkpoint_id == 0;
+		values[5] = Int64GetDatum(windows);
+		values[6] = Int64GetDatum(state_bytes);
+		values[7] = Int64GetDatum(lag);
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_in));
+		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_out));
+		values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_late));
+		values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dead));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,527 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  A pipeline's background worker: restore, then read, aggregate, fire
+ *	  and checkpoint until stopped.
+ *
+ * The worker connects as the bootstrap superuser (PostgreSQL 15 workers
+ * cannot log in as a NOLOGIN role) and then acts as the pipeline's owner
+ * (SetUserIdAndSecContext with SECURITY_RESTRICTED_OPERATION): user
+ * expressions run, and the sink is written, with the owner's rights.
+ *
+ * Each round is one transaction: read up to WEIR_BATCH_ROWS rows from each
+ * partition (below its stable bound, with a snapshot taken after it, as
+ * every topic reader does), evaluate filter, event time, keys and aggregate
+ * arguments on each row, update windows, advance the watermark, fire
+ * windows; when the checkpoint interval has passed or weir.checkpoint()
+ * asks, write the checkpoint in the same transaction before committing.
+ * State lives in this process's memory between checkpoints, so a crash
+ * loses only work that the next start redoes from the last checkpoint.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/worker.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "aggregate.h"
+#include "catalog_pipeline.h"
+#include "clock.h"
+#include "definition.h"
+#include "partition.h"
+#include "reader.h"
+#include "topic.h"
+#include "window.h"
+#include "worker.h"
+
+#define WEIR_BATCH_ROWS 10000	/* rows per partition per round */
+
+static WeirWorker *worker = NULL;
+static int32 current_part;
+
+static void
+worker_detach(int code, Datum arg)
+{
+	WeirPipelineSlot *slot = (WeirPipelineSlot *) DatumGetPointer(arg);
+
+	SpinLockAcquire(&slot->mutex);
+	slot->pid = 0;
+	slot->latch = NULL;
+	SpinLockRelease(&slot->mutex);
+	ConditionVariableBroadcast(&slot->checkpoint_cv);
+	weir_shmem_wake_launcher();
+}
+
+static void
+worker_error_context(void *arg)
+{
+	WeirWorker *w = (WeirWorker *) arg;
+
+	errcontext("while processing pipeline \"%s\"", w->row.name);
+}
+
+static void
+begin_round(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+end_round(void)
+{
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* Compile the plan's expressions for evaluation against topic rows. */
+static void
+init_expressions(WeirWorker *w)
+{
+	WeirPlan   *plan = w->plan;
+	MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+
+	w->estate = CreateExecutorState();
+	w->econtext = GetPerTupleExprContext(w->estate);
+	w->key_exprs = palloc(sizeof(ExprState *) * plan->nkeys);
+	for (int i = 0; i < plan->nkeys; i++)
+		w->key_exprs[i] = ExecInitExpr(expression_planner(plan->keys[i].expr), NULL);
+	w->event_time_expr = ExecInitExpr(expression_planner(plan->event_time), NULL);
+	w->filter_expr = plan->filter ?
+		ExecInitQual(list_make1(expression_planner(plan->filter)), NULL) : NULL;
+	w->agg_exprs = palloc0(sizeof(ExprState *) * plan->naggs);
+	w->agg_values = palloc0(sizeof(Datum) * plan->naggs);
+	w->agg_nulls = palloc0(sizeof(bool) * plan->naggs);
+	for (int i = 0; i < plan->naggs; i++)
+		if (plan->aggs[i].arg)
+			w->agg_exprs[i] = ExecInitExpr(expression_planner(plan->aggs[i].arg), NULL);
+	initStringInfo(&w->keybuf);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Append a key value to the key image: by-value types as their Datum,
+ * fixed-length types as their bytes, varlena as a length and the bytes.
+ * checkpoint.c decodes the same layout.
+ */
+static void
+append_key(StringInfo buf, WeirKeySpec *k, Datum value)
+{
+	if (k->typbyval)
+		appendBinaryStringInfo(buf, (char *) &value, sizeof(Datum));
+	else if (k->typlen > 0)
+		appendBinaryStringInfo(buf, DatumGetPointer(value), k->typlen);
+	else
+	{
+		struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+		uint32		len = VARSIZE_ANY_EXHDR(v);
+
+		appendBinaryStringInfo(buf, (char *) &len, sizeof(uint32));
+		appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
+	}
+}
+
+static void
+dead_letter(WeirWorker *w, TupleTableSlot *slot, int64 position, const char *error)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+	WeirDeadLetter *d = palloc(sizeof(WeirDeadLetter));
+	Datum		row = ExecFetchSlotHeapTupleDatum(slot);
+
+	d->part = current_part;
+	d->position = position;
+	d->error = pstrdup(error);
+	d->record = TextDatumGetCString(DirectFunctionCall1(row_to_json, row));
+	w->dead = lappend(w->dead, d);
+	MemoryContextSwitchTo(oldcxt);
+	pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
+}
+
+/* Process one topic row: the hot path. */
+static void
+process_row(void *arg, TupleTableSlot *slot, int64 position)
+{
+	WeirWorker *w = (WeirWorker *) arg;
+	WeirPlan   *plan = w->plan;
+	ExprContext *econtext = w->econtext;
+	TimestampTz starts[WEIR_MAX_HOPS];
+	TimestampTz t;
+	bool		isnull;
+	bool		placed = false;
+	int			nstarts;
+
+	w->records_since++;
+	econtext->ecxt_scantuple = slot;
+	if (w->filter_expr && !ExecQual(w->filter_expr, econtext))
+		goto done;
+
+	t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
+	if (isnull || TIMESTAMP_NOT_FINITE(t))
+	{
+		dead_letter(w, slot, position, isnull ? "event time is null" : "event time is infinite");
+		goto done;
+	}
+
+	resetStringInfo(&w->keybuf);
+	for (int i = 0; i < plan->nkeys; i++)
+	{
+		Datum		v = ExecEvalExprSwitchContext(w->key_exprs[i], econtext, &isnull);
+
+		if (isnull)
+		{
+			dead_letter(w, slot, position, psprintf("key \"%s\" is null", plan->keys[i].name));
+			goto done;
+		}
+		append_key(&w->keybuf, &plan->keys[i], v);
+	}
+	for (int i = 0; i < plan->naggs; i++)
+		if (w->agg_exprs[i])
+			w->agg_values[i] = ExecEvalExprSwitchContext(w->agg_exprs[i], econtext,
+														 &w->agg_nulls[i]);
+
+	if (t > w->max_event_time[current_part])
+		w->max_event_time[current_part] = t;
+
+	nstarts = weir_window_assign(&plan->windowing, t, starts, WEIR_MAX_HOPS);
+	for (int s = 0; s < nstarts; s++)
+	{
+		TimestampTz end = starts[s] + plan->windowing.size;
+		WeirWindow *win;
+		bool		created;
+
+		if (end + w->lateness <= w->watermark)
+			continue;			/* this window has closed for good */
+		win = weir_window_lookup(w->store, starts[s], end, w->keybuf.data,
+								 w->keybuf.len, &created);
+		for (int i = 0; i < plan->naggs; i++)
+			weir_agg_accum(&plan->aggs[i], win->states, w->agg_values[i],
+						   w->agg_nulls[i]);
+		win->dirty = true;
+		if (win->fired || w->emit_updates)
+			win->sink_dirty = true;
+		placed = true;
+	}
+	if (!placed)
+		pg_atomic_fetch_add_u64(&w->slot->records_late, 1);
+
+done:
+	pg_atomic_fetch_add_u64(&w->slot->records_in, 1);
+	ResetExprContext(econtext);
+}
+
+/* The pipeline watermark: min over non-idle partitions, never decreasing. */
+static void
+advance_watermark(WeirWorker *w, TimestampTz now)
+{
+	TimestampTz candidate = DT_NOEND;
+	bool		any = false;
+
+	for (int p = 0; p < w->partitions; p++)
+	{
+		if (w->idle_timeout > 0 && now - w->last_data_at[p] > w->idle_timeout)
+			continue;
+		any = true;
+		if (w->max_event_time[p] == DT_NOBEGIN)
+			return;				/* a live partition that has shown no time yet */
+		candidate = Min(candidate, w->max_event_time[p] - w->out_of_orderness);
+	}
+	if (any && candidate != DT_NOEND && candidate > w->watermark)
+		w->watermark = candidate;
+}
+
+/* One round of reading; returns the number of rows read. */
+static int64
+read_round(WeirWorker *w, TimestampTz now, int64 *lag)
+{
+	Relation	rel = table_open(w->row.source, AccessShareLock);
+	WeirTopic  *topic = weir_topic_get(rel);
+	int64	   *bounds = palloc(sizeof(int64) * w->partitions);
+	Snapshot	snapshot;
+	int64		total = 0;
+
+	for (int p = 0; p < w->partitions; p++)
+	{
+		WeirPartitionInfo info;
+
+		weir_partition_info(weir_topic_partition_slotno(topic, rel, p), &info);
+		bounds[p] = info.stable_bound;
+	}
+	/* the snapshot comes after every bound: see partition.c */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	*lag = 0;
+	for (int p = 0; p < w->partitions; p++)
+	{
+		int64		got;
+
+		current_part = p;
+		got = weir_reader_scan_each(rel, p, w->pos[p], bounds[p], WEIR_BATCH_ROWS,
+									snapshot, process_row, w, &w->pos[p]);
+		if (got > 0)
+			w->last_data_at[p] = now;
+		total += got;
+		*lag += Max(bounds[p] - 1 - w->pos[p], 0);
+	}
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	pfree(bounds);
+	return total;
+}
+
+static void
+publish(WeirWorker *w, int64 lag)
+{
+	SpinLockAcquire(&w->slot->mutex);
+	w->slot->watermark = w->watermark;
+	w->slot->windows = w->store->nwindows;
+	w->slot->state_bytes = w->store->bytes;
+	w->slot->lag_rows = lag;
+	SpinLockRelease(&w->slot->mutex);
+}
+
+static bool
+checkpoint_requested(WeirWorker *w)
+{
+	bool		requested;
+
+	SpinLockAcquire(&w->slot->mutex);
+	requested = w->slot->checkpoint_requested > w->slot->checkpoint_id;
+	SpinLockRelease(&w->slot->mutex);
+	return requested;
+}
+
+/*
+ * State reached max_state_memory: stop with a clear status.  Nothing since
+ * the last checkpoint is committed, so positions stay where the committed
+ * state is, and raising the limit and starting again resumes from there.
+ */
+static void
+stop_out_of_memory(WeirWorker *w)
+{
+	char	   *msg = psprintf("state of pipeline \"%s\" reached its limit of " INT64_FORMAT " bytes (max_state_memory)",
+						   w->row.name, w->row.max_state_memory);
+
+	AbortCurrentTransaction();
+	begin_round();
+	weir_catalog_pipeline_set_status(w->row.id, "out_of_memory", msg, true);
+	end_round();
+	ereport(LOG,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("%s", msg),
+			 errdetail("The pipeline is stopped at its last checkpoint, " INT64_FORMAT ".", w->checkpoint_id),
+			 errhint("Raise max_state_memory of the pipeline and start it with weir.start().")));
+	proc_exit(0);
+}
+
+static void
+run(WeirWorker *w)
+{
+	for (;;)
+	{
+		TimestampTz now;
+		TimestampTz due;
+		int64		got;
+		int64		lag = 0;
+		bool		checkpoint;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		now = weir_clock_now();
+		begin_round();
+		pgstat_report_activity(STATE_RUNNING, "weir: reading");
+		got = read_round(w, now, &lag);
+		advance_watermark(w, now);
+		weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates);
+		if (w->store->bytes > w->row.max_state_memory)
+			stop_out_of_memory(w);
+
+		due = w->next_checkpoint;
+		checkpoint = now >= due || checkpoint_requested(w);
+		if (checkpoint)
+		{
+			pgstat_report_activity(STATE_RUNNING, "weir: checkpoint");
+			weir_checkpoint_write(w, Min(due, now));
+		}
+		end_round();
+		if (checkpoint)
+		{
+			weir_window_forget_retired(w->store);
+			SpinLockAcquire(&w->slot->mutex);
+			w->slot->checkpoint_id = w->checkpoint_id;
+			w->slot->checkpoint_at = GetCurrentTimestamp();
+			SpinLockRelease(&w->slot->mutex);
+			ConditionVariableBroadcast(&w->slot->checkpoint_cv);
+			w->next_checkpoint = now + w->checkpoint_interval;
+		}
+		publish(w, lag);
+		pgstat_report_activity(STATE_IDLE, NULL);
+
+		if (got == 0)
+		{
+			long		wait_ms = (w->next_checkpoint - weir_clock_now()) / 1000;
+
+			wait_ms = Max(Min(wait_ms, 1000), 1);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+}
+
+static WeirWorker *
+setup(int32 id)
+{
+	WeirWorker *w;
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "weir worker",
+											  ALLOCSET_DEFAULT_SIZES);
+	Relation	rel;
+
+	w = MemoryContextAllocZero(cxt, sizeof(WeirWorker));
+	w->cxt = cxt;
+
+	begin_round();
+	MemoryContextSwitchTo(cxt);
+	if (!weir_catalog_pipeline_by_id(id, &w->row))
+	{
+		ereport(LOG, (errmsg("weir pipeline %d no longer exists", id)));
+		proc_exit(0);
+	}
+	if (pg_class_aclcheck(w->row.source, w->row.owner, ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("owner of pipeline \"%s\" may no longer read its source", w->row.name)));
+	(void) set_config_option("search_path", w->row.search_path, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+	{
+		WeirWindowing windowing;
+
+		weir_definition_windowing(w->row.windowing, &windowing);
+		w->plan = weir_definition_plan(w->row.source, w->row.key, w->row.event_time,
+									   w->row.aggregates, w->row.filter, &windowing);
+	}
+	rel = table_open(w->row.source, AccessShareLock);
+	w->partitions = weir_topic_get(rel)->partitions;
+	table_close(rel, AccessShareLock);
+
+	w->out_of_orderness = weir_interval_usecs(&w->row.out_of_orderness, "out_of_orderness");
+	w->lateness = weir_interval_usecs(&w->row.allowed_lateness, "allowed_lateness");
+	w->idle_timeout = w->row.has_idle_timeout ?
+		weir_interval_usecs(&w->row.idle_timeout, "idle_timeout") : 0;
+	w->checkpoint_interval = weir_interval_usecs(&w->row.checkpoint_interval, "checkpoint_interval");
+	w->emit_updates = strcmp(w->row.emit, "updates") == 0;
+	w->pos = palloc0(sizeof(int64) * w->partitions);
+	w->max_event_time = palloc(sizeof(TimestampTz) * w->partitions);
+	w->last_data_at = palloc(sizeof(TimestampTz) * w->partitions);
+	for (int p = 0; p < w->partitions; p++)
+		w->last_data_at[p] = weir_clock_now();
+	w->watermark = DT_NOBEGIN;
+	w->store = weir_window_store_create(w->plan, cxt);
+	init_expressions(w);
+	end_round();
+	MemoryContextSwitchTo(cxt);
+	return w;
+}
+
+void
+weir_worker_main(Datum main_arg)
+{
+	int32		id = DatumGetInt32(main_arg);
+	Oid			dboid;
+	WeirPipelineSlot *slot;
+	ErrorContextCallback errcallback;
+
+	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+
+	slot = weir_shmem_pipeline(id, true);
+	if (slot == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many pipelines running"),
+				 errhint("Raise weir.max_pipelines (and max_worker_processes) and restart the server.")));
+	SpinLockAcquire(&slot->mutex);
+	if (slot->pid != 0)
+	{
+		int			other = slot->pid;
+
+		SpinLockRelease(&slot->mutex);
+		/* a launcher that restarted does not know its predecessor's workers */
+		ereport(LOG,
+				(errmsg("weir pipeline %d already has a worker (PID %d)", id, other)));
+		proc_exit(0);
+	}
+	slot->pid = MyProcPid;
+	slot->latch = &MyProc->procLatch;
+	SpinLockRelease(&slot->mutex);
+	before_shmem_exit(worker_detach, PointerGetDatum(slot));
+
+	worker = setup(id);
+	worker->slot = slot;
+	errcallback.callback = worker_error_context;
+	errcallback.arg = worker;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	PG_TRY();
+	{
+		weir_checkpoint_restore(worker);
+		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
+		begin_round();
+		weir_catalog_pipeline_set_status(id, "running", NULL, false);
+		end_round();
+		/* from here on, the pipeline's owner acts */
+		SetUserIdAndSecContext(worker->row.owner,
+							   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+		run(worker);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(worker->cxt);
+		edata = CopyErrorData();
+		EmitErrorReport();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		RESUME_INTERRUPTS();
+		/* record why, so that weir.pipelines can say it */
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		weir_catalog_pipeline_set_status(id, "failed", edata->message, false);
+		CommitTransactionCommand();
+		proc_exit(1);
+	}
+	PG_END_TRY();
+}
