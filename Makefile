@@ -28,7 +28,7 @@ PGFILEDESC = "weir - stream processing inside PostgreSQL"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup topic_create topic_read topic_poll topic_views
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions
@@ -42,3 +42,7 @@ EXTRA_CLEAN = tmp_regress tmp_isolation tmp_check output_iso results regression.
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: rebuild every object when a header
+# changes, so no object is ever built against an old struct layout.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -421,3 +421,13 @@ CREATE VIEW weir.pipelines AS
 COMMENT ON VIEW weir.pipelines IS
 	'one row per pipeline: status, worker, positions, lag, watermark, record counts, state size, last checkpoint, last error';
 GRANT SELECT ON weir.pipelines TO PUBLIC;
+
+CREATE FUNCTION weir.alter_pipeline(
+	pipeline text,
+	max_state_memory bigint DEFAULT NULL,
+	checkpoint_interval interval DEFAULT NULL)
+RETURNS void
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_alter_pipeline';
+COMMENT ON FUNCTION weir.alter_pipeline(text, bigint, interval) IS
+	'change a pipeline''s state memory limit or checkpoint interval (NULL: unchanged); takes effect when it (re)starts';

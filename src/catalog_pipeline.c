@@ -34,7 +34,7 @@
 #define PIPELINE_COLUMNS \
 	"id, name, owner, source, key, event_time, windowing, aggregates, filter, " \
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
-	"checkpoint_interval, max_state_memory, search_path, enabled"
+	"checkpoint_interval, max_state_memory, search_path, enabled, created_at"
 
 static char *
 get_text(int col, MemoryContext cxt)
@@ -83,6 +83,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->max_state_memory = DatumGetInt64(get_datum(17, &isnull));
 	row->search_path = get_text(18, cxt);
 	row->enabled = DatumGetBool(get_datum(19, &isnull));
+	row->created_at = DatumGetTimestampTz(get_datum(20, &isnull));
 }
 
 static bool
@@ -221,6 +222,54 @@ weir_catalog_pipeline_delete(int32 id)
 	weir_catalog_exec("DELETE FROM weir.pipeline WHERE id = $1", 1, &type, &value,
 					  NULL, SPI_OK_DELETE);
 	weir_catalog_privileged_end(&p);
+}
+
+/* max_state_memory < 0 or checkpoint_interval NULL: unchanged */
+void
+weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
+							Interval *checkpoint_interval)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[3] = {INT4OID, INT8OID, INTERVALOID};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	values[0] = Int32GetDatum(id);
+	values[1] = Int64GetDatum(max_state_memory);
+	if (max_state_memory < 0)
+		nulls[1] = 'n';
+	values[2] = checkpoint_interval ? IntervalPGetDatum(checkpoint_interval) : (Datum) 0;
+	if (!checkpoint_interval)
+		nulls[2] = 'n';
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("UPDATE weir.pipeline SET "
+					  "max_state_memory = coalesce($2, max_state_memory), "
+					  "checkpoint_interval = coalesce($3, checkpoint_interval) "
+					  "WHERE id = $1",
+					  3, types, values, nulls, SPI_OK_UPDATE);
+	weir_catalog_privileged_end(&p);
+}
+
+/*
+ * Late records into the pipeline's late-records table, as the current user
+ * (the pipeline's owner): `records` is a jsonb[] of topic rows.
+ */
+void
+weir_catalog_write_late(Oid late_table, Oid source, Datum records, Datum watermark)
+{
+	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(late_table)),
+												  get_rel_name(late_table));
+	char	   *source_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+														 get_rel_name(source));
+	char	   *sql = psprintf("INSERT INTO %s SELECT (jsonb_populate_record(NULL::%s, r)).*, $2, now() "
+							   "FROM unnest($1) AS r", name, source_name);
+	Oid			types[2] = {JSONBARRAYOID, TIMESTAMPTZOID};
+	Datum		values[2] = {records, watermark};
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	weir_catalog_exec(sql, 2, types, values, NULL, SPI_OK_INSERT);
+	SPI_finish();
 }
 
 /* Ids of the pipelines that should run, as a List of ints. */
@@ -524,6 +573,9 @@ weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id, TimestampTz started
 					  "$7, "
 					  "$8, $9, $10, $11, $12)",
 					  12, types, values, nulls, SPI_OK_INSERT);
+	/* keep the last 1000 checkpoints of a pipeline as history */
+	weir_catalog_exec("DELETE FROM weir.checkpoints WHERE pipeline_id = $1 AND id <= $2 - 1000",
+					  2, types, values, NULL, SPI_OK_DELETE);
 	weir_catalog_privileged_end(&p);
 }
 

@@ -41,6 +41,7 @@ typedef struct WeirPipelineRow
 	int64		max_state_memory;	/* bytes */
 	char	   *search_path;
 	bool		enabled;
+	TimestampTz created_at;		/* tells apart pipelines that reuse an id */
 } WeirPipelineRow;
 
 /* one window's state row, as stored in weir.pipeline_state */
@@ -54,6 +55,10 @@ extern void weir_catalog_pipeline_set_enabled(int32 id, bool enabled);
 extern void weir_catalog_pipeline_set_status(int32 id, const char *status,
 											 const char *error, bool disable);
 extern void weir_catalog_pipeline_delete(int32 id);
+extern void weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
+										Interval *checkpoint_interval);
+extern void weir_catalog_write_late(Oid late_table, Oid source, Datum records,
+									Datum watermark);
 extern List *weir_catalog_enabled_pipelines(void);
 extern void weir_catalog_run_ddl(const char *sql);
 

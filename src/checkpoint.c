@@ -31,6 +31,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -212,6 +213,19 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	ListCell   *lc;
 	int64		bytes = 0;
 
+	/* a pipeline dropped (or replaced under the same id) ends its worker */
+	{
+		WeirPipelineRow current;
+
+		if (!weir_catalog_pipeline_by_id(w->row.id, &current) ||
+			current.created_at != w->row.created_at)
+		{
+			ereport(LOG,
+					(errmsg("weir pipeline \"%s\" was dropped; its worker exits", w->row.name)));
+			proc_exit(0);
+		}
+	}
+
 	/* sync: collect what changed */
 	sink_rows_init(&sink, plan);
 	column_init(&skeys, BYTEAOID);
@@ -310,6 +324,18 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 										column_array(&drec));
 		list_free_deep(w->dead);
 		w->dead = NIL;
+	}
+	if (w->late != NIL)
+	{
+		Column		rows;
+
+		column_init(&rows, JSONBOID);
+		foreach(lc, w->late)
+			column_add(&rows, DirectFunctionCall1(jsonb_in, CStringGetDatum((char *) lfirst(lc))), false);
+		weir_catalog_write_late(w->row.late_records, w->row.source, column_array(&rows),
+								TimestampTzGetDatum(w->watermark));
+		list_free_deep(w->late);
+		w->late = NIL;
 	}
 	w->checkpoint_id++;
 	weir_catalog_write_checkpoint(w->row.id, w->checkpoint_id, due, w->watermark,

@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
+#include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -477,7 +478,10 @@ weir_drop_pipeline(PG_FUNCTION_ARGS)
 /*
  * weir.checkpoint(pipeline text, timeout interval) RETURNS bigint
  *
- * Ask the running worker for a checkpoint and wait until one has committed.
+ * Wait until the pipeline has processed every row committed before this
+ * call and committed a checkpoint covering them; returns its id.  The
+ * request is a ticket: the worker serves the tickets it saw at the start
+ * of a round in which it caught up with its sources.
  */
 PG_FUNCTION_INFO_V1(weir_checkpoint);
 Datum
@@ -488,22 +492,33 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 	WeirPipelineRow row = pipeline_for_owner(name);
 	WeirPipelineSlot *slot = weir_shmem_pipeline(row.id, false);
 	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
-	int64		target;
-	int64		done;
-	int			pid;
-	Latch	   *latch;
+	int64		ticket = 0;
+	int64		checkpoint_id;
+	int			pid = 0;
+	Latch	   *latch = NULL;
 
-	if (slot)
+	/* a pipeline just created or started may not have its worker yet */
+	for (;;)
 	{
-		SpinLockAcquire(&slot->mutex);
-		pid = slot->pid;
-		latch = slot->latch;
-		target = slot->checkpoint_id + 1;
-		if (pid != 0 && slot->checkpoint_requested < target)
-			slot->checkpoint_requested = target;
-		SpinLockRelease(&slot->mutex);
+		if (slot == NULL)
+			slot = weir_shmem_pipeline(row.id, false);
+		if (slot)
+		{
+			SpinLockAcquire(&slot->mutex);
+			pid = slot->pid;
+			latch = slot->latch;
+			if (pid != 0)
+				ticket = ++slot->checkpoint_requested;
+			SpinLockRelease(&slot->mutex);
+		}
+		if (pid != 0 || !row.enabled || GetCurrentTimestamp() >= deadline)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
-	if (slot == NULL || pid == 0)
+	if (pid == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pipeline \"%s\" is not running", name),
@@ -513,27 +528,73 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 	ConditionVariablePrepareToSleep(&slot->checkpoint_cv);
 	for (;;)
 	{
+		int64		served;
 		int			now_pid;
 
 		SpinLockAcquire(&slot->mutex);
-		done = slot->checkpoint_id;
+		served = slot->checkpoint_served;
+		checkpoint_id = slot->checkpoint_id;
 		now_pid = slot->pid;
 		SpinLockRelease(&slot->mutex);
-		if (done >= target)
+		if (served >= ticket)
 			break;
 		if (now_pid != pid)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("pipeline \"%s\" stopped before its checkpoint", name),
-					 errhint("See last_error in weir.pipelines.")));
+					 errhint("See status and last_error in weir.pipelines.")));
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("pipeline \"%s\" took no checkpoint within the timeout", name)));
+					 errmsg("pipeline \"%s\" took no checkpoint within the timeout", name),
+					 errhint("See lag_rows in weir.pipelines; pass a longer timeout.")));
 		ConditionVariableTimedSleep(&slot->checkpoint_cv, 100, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
-	PG_RETURN_INT64(done);
+	PG_RETURN_INT64(checkpoint_id);
+}
+
+/*
+ * weir.alter_pipeline(pipeline text, max_state_memory bigint,
+ *					   checkpoint_interval interval)
+ *
+ * Change a pipeline's limits; NULL leaves a setting as it is.  A running
+ * worker picks the change up when it is restarted: stop and start it.
+ */
+PG_FUNCTION_INFO_V1(weir_alter_pipeline);
+Datum
+weir_alter_pipeline(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row;
+	int64		max_state_memory = -1;
+	Interval   *checkpoint_interval = NULL;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"pipeline\" must not be null")));
+	row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	if (!PG_ARGISNULL(1))
+	{
+		max_state_memory = PG_GETARG_INT64(1);
+		if (max_state_memory < 1024 * 1024)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_state_memory must be at least 1MB (1048576 bytes)")));
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		int64		us;
+
+		checkpoint_interval = PG_GETARG_INTERVAL_P(2);
+		us = weir_interval_usecs(checkpoint_interval, "checkpoint_interval");
+		if (us < 10 * 1000 || us > USECS_PER_HOUR)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
+	}
+	weir_catalog_pipeline_alter(row.id, max_state_memory, checkpoint_interval);
+	PG_RETURN_VOID();
 }
 
 #define PIPELINE_STATE_COLS 12

@@ -198,6 +198,7 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 		found->checkpoint_id = 0;
 		found->checkpoint_at = 0;
 		found->checkpoint_requested = 0;
+		found->checkpoint_served = 0;
 		found->windows = 0;
 		found->state_bytes = 0;
 		found->lag_rows = 0;

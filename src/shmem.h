@@ -66,7 +66,8 @@ typedef struct WeirPipelineSlot
 	TimestampTz watermark;		/* DT_NOBEGIN until the first one */
 	int64		checkpoint_id;	/* last committed */
 	TimestampTz checkpoint_at;	/* when it committed */
-	int64		checkpoint_requested;	/* > checkpoint_id: one is wanted */
+	int64		checkpoint_requested;	/* requests made (a counter) */
+	int64		checkpoint_served;	/* requests covered by a committed checkpoint */
 	int64		windows;		/* open windows */
 	int64		state_bytes;	/* bytes */
 	int64		lag_rows;		/* positions behind the stable positions */

@@ -226,7 +226,18 @@ process_row(void *arg, TupleTableSlot *slot, int64 position)
 		placed = true;
 	}
 	if (!placed)
+	{
 		pg_atomic_fetch_add_u64(&w->slot->records_late, 1);
+		if (OidIsValid(w->row.late_records))
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+
+			w->late = lappend(w->late,
+							  TextDatumGetCString(DirectFunctionCall1(row_to_json,
+																	  ExecFetchSlotHeapTupleDatum(slot))));
+			MemoryContextSwitchTo(oldcxt);
+		}
+	}
 
 done:
 	pg_atomic_fetch_add_u64(&w->slot->records_in, 1);
@@ -253,9 +264,12 @@ advance_watermark(WeirWorker *w, TimestampTz now)
 		w->watermark = candidate;
 }
 
-/* One round of reading; returns the number of rows read. */
+/*
+ * One round of reading; returns the number of rows read.  *caught_up: every
+ * partition was read up to the bound computed at the start of the round.
+ */
 static int64
-read_round(WeirWorker *w, TimestampTz now, int64 *lag)
+read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_up)
 {
 	Relation	rel = table_open(w->row.source, AccessShareLock);
 	WeirTopic  *topic = weir_topic_get(rel);
@@ -273,6 +287,7 @@ read_round(WeirWorker *w, TimestampTz now, int64 *lag)
 	/* the snapshot comes after every bound: see partition.c */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	*lag = 0;
+	*caught_up = true;
 	for (int p = 0; p < w->partitions; p++)
 	{
 		int64		got;
@@ -282,6 +297,8 @@ read_round(WeirWorker *w, TimestampTz now, int64 *lag)
 									snapshot, process_row, w, &w->pos[p]);
 		if (got > 0)
 			w->last_data_at[p] = now;
+		if (got == WEIR_BATCH_ROWS)
+			*caught_up = false;
 		total += got;
 		*lag += Max(bounds[p] - 1 - w->pos[p], 0);
 	}
@@ -302,13 +319,14 @@ publish(WeirWorker *w, int64 lag)
 	SpinLockRelease(&w->slot->mutex);
 }
 
-static bool
-checkpoint_requested(WeirWorker *w)
+/* Checkpoint tickets taken so far by weir.checkpoint() callers. */
+static int64
+checkpoint_tickets(WeirWorker *w)
 {
-	bool		requested;
+	int64		requested;
 
 	SpinLockAcquire(&w->slot->mutex);
-	requested = w->slot->checkpoint_requested > w->slot->checkpoint_id;
+	requested = w->slot->checkpoint_requested;
 	SpinLockRelease(&w->slot->mutex);
 	return requested;
 }
@@ -339,12 +357,15 @@ stop_out_of_memory(WeirWorker *w)
 static void
 run(WeirWorker *w)
 {
+	int64		served = 0;
+
 	for (;;)
 	{
 		TimestampTz now;
-		TimestampTz due;
 		int64		got;
 		int64		lag = 0;
+		int64		tickets;
+		bool		caught_up;
 		bool		checkpoint;
 
 		CHECK_FOR_INTERRUPTS();
@@ -354,37 +375,49 @@ run(WeirWorker *w)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
+		/* tickets taken before this round's bounds are covered by it */
+		tickets = checkpoint_tickets(w);
 		now = weir_clock_now();
 		begin_round();
 		pgstat_report_activity(STATE_RUNNING, "weir: reading");
-		got = read_round(w, now, &lag);
+		got = read_round(w, now, &lag, &caught_up);
 		advance_watermark(w, now);
-		weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates);
+		if (weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates) > 0 ||
+			w->store->retired != NIL)
+			w->changed = true;
+		if (got > 0)
+			w->changed = true;
 		if (w->store->bytes > w->row.max_state_memory)
 			stop_out_of_memory(w);
 
-		due = w->next_checkpoint;
-		checkpoint = now >= due || checkpoint_requested(w);
+		/* due, with something to write; or asked for, once caught up */
+		checkpoint = (now >= w->next_checkpoint && w->changed) ||
+			(tickets > served && caught_up);
 		if (checkpoint)
 		{
 			pgstat_report_activity(STATE_RUNNING, "weir: checkpoint");
-			weir_checkpoint_write(w, Min(due, now));
+			weir_checkpoint_write(w, Min(w->next_checkpoint, now));
 		}
 		end_round();
 		if (checkpoint)
 		{
 			weir_window_forget_retired(w->store);
+			w->changed = false;
+			if (caught_up)
+				served = tickets;
 			SpinLockAcquire(&w->slot->mutex);
 			w->slot->checkpoint_id = w->checkpoint_id;
 			w->slot->checkpoint_at = GetCurrentTimestamp();
+			w->slot->checkpoint_served = served;
 			SpinLockRelease(&w->slot->mutex);
 			ConditionVariableBroadcast(&w->slot->checkpoint_cv);
-			w->next_checkpoint = now + w->checkpoint_interval;
 		}
+		if (now >= w->next_checkpoint)
+			w->next_checkpoint = now + w->checkpoint_interval;
 		publish(w, lag);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
-		if (got == 0)
+		if (got == 0 && checkpoint_tickets(w) == served)
 		{
 			long		wait_ms = (w->next_checkpoint - weir_clock_now()) / 1000;
 

@@ -69,6 +69,8 @@ typedef struct WeirWorker
 	TimestampTz next_checkpoint;
 	int64		records_since;	/* records in since the last checkpoint */
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
+	List	   *late;			/* late rows as JSON text, when kept */
+	bool		changed;		/* anything to checkpoint */
 	SPIPlanPtr	sink_plan;
 } WeirWorker;
 
