@@ -431,3 +431,9 @@ RETURNS void
 	AS 'MODULE_PATHNAME', 'weir_alter_pipeline';
 COMMENT ON FUNCTION weir.alter_pipeline(text, bigint, interval) IS
 	'change a pipeline''s state memory limit or checkpoint interval (NULL: unchanged); takes effect when it (re)starts';
+
+-- For bench/window.sh: the read limit, through the same low-level scan as
+-- pipeline workers.
+CREATE FUNCTION weir._scan_count(topic regclass, partition integer, after bigint, upto bigint)
+RETURNS bigint
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_scan_count';

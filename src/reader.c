@@ -283,3 +283,36 @@ weir_stable_position(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(info.stable_bound - 1);
 }
+
+static void
+count_only(void *arg, TupleTableSlot *slot, int64 position)
+{
+	/* the slot holds a fetched, visible row: that is the whole cost */
+}
+
+/*
+ * weir._scan_count(topic regclass, partition int, after bigint, upto bigint)
+ *
+ * Rows of a partition with after < pos <= upto, read through the primary
+ * key with the same low-level scan a pipeline worker uses, and counted.
+ * bench/window.sh uses it as the read limit a consumer cannot beat.
+ */
+PG_FUNCTION_INFO_V1(weir_scan_count);
+Datum
+weir_scan_count(PG_FUNCTION_ARGS)
+{
+	Relation	rel = table_open(PG_GETARG_OID(0), AccessShareLock);
+	Snapshot	snapshot;
+	int64		last = 0;
+	int64		n;
+
+	weir_reader_check_access(rel);
+	(void) weir_topic_get(rel);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	n = weir_reader_scan_each(rel, PG_GETARG_INT32(1), PG_GETARG_INT64(2),
+							  PG_GETARG_INT64(3) + 1, PG_INT64_MAX, snapshot,
+							  count_only, NULL, &last);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
+	PG_RETURN_INT64(n);
+}
