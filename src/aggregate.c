@@ -130,6 +130,53 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 	(*n)++;
 }
 
+/* Merge the state `from` into `into` (session windows that meet). */
+void
+weir_agg_combine(WeirAggSpec *agg, char *into, char *from)
+{
+	int64	   *n_into = state_n(agg, into);
+	int64		n_from = *state_n(agg, from);
+
+	if (n_from == 0)
+		return;
+	switch (agg->kind)
+	{
+		case WEIR_AGG_COUNT_STAR:
+		case WEIR_AGG_COUNT:
+			break;
+		case WEIR_AGG_SUM_INT:
+		case WEIR_AGG_AVG_INT:
+			{
+				int128		a;
+				int128		b;
+
+				memcpy(&a, state_value(agg, into), sizeof(int128));
+				memcpy(&b, state_value(agg, from), sizeof(int128));
+				a += b;
+				memcpy(state_value(agg, into), &a, sizeof(int128));
+				break;
+			}
+		case WEIR_AGG_SUM_FLOAT8:
+		case WEIR_AGG_AVG_FLOAT8:
+			*(float8 *) state_value(agg, into) += *(float8 *) state_value(agg, from);
+			break;
+		case WEIR_AGG_MIN:
+		case WEIR_AGG_MAX:
+			{
+				Datum		v = *(Datum *) state_value(agg, from);
+				Datum	   *current = (Datum *) state_value(agg, into);
+				int			cmp = *n_into == 0 ? 0 : compare_values(agg->argtype, v, *current);
+
+				if (*n_into == 0 ||
+					(agg->kind == WEIR_AGG_MIN && cmp < 0) ||
+					(agg->kind == WEIR_AGG_MAX && cmp > 0))
+					*current = v;
+				break;
+			}
+	}
+	*n_into += n_from;
+}
+
 /* int128 to numeric, through int8 when it fits (the common case). */
 static Datum
 int128_numeric(int128 value)

@@ -474,6 +474,58 @@ weir_catalog_prepare_sink(WeirPlan *plan, Oid sink)
 	return prepared;
 }
 
+/*
+ * The sink's retraction, prepared once per worker and kept:
+ *	DELETE FROM sink s USING unnest($1, ..., $k, $k+1) AS d(keys, window_start)
+ *	WHERE s.key = d.key ... AND s.window_start = d.window_start
+ * Used when session windows merge and a row already emitted must go.
+ */
+SPIPlanPtr
+weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink)
+{
+	StringInfoData sql;
+	StringInfoData cols;
+	StringInfoData cond;
+	Oid		   *types = palloc(sizeof(Oid) * (plan->nkeys + 1));
+	SPIPlanPtr	prepared;
+
+	initStringInfo(&sql);
+	initStringInfo(&cols);
+	initStringInfo(&cond);
+	for (int i = 0; i < plan->nkeys; i++)
+	{
+		const char *k = quote_identifier(plan->keys[i].name);
+
+		appendStringInfo(&cols, "%s, ", k);
+		appendStringInfo(&cond, "s.%s = d.%s AND ", k, k);
+		types[i] = get_array_type(plan->keys[i].type);
+	}
+	types[plan->nkeys] = TIMESTAMPTZARRAYOID;
+	appendStringInfo(&sql, "DELETE FROM %s s USING unnest(",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+												get_rel_name(sink)));
+	for (int i = 0; i <= plan->nkeys; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfo(&sql, ") AS d(%swindow_start) WHERE %ss.window_start = d.window_start",
+					 cols.data, cond.data);
+	prepared = SPI_prepare(sql.data, plan->nkeys + 1, types);
+	if (prepared == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return prepared;
+}
+
+void
+weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays)
+{
+	int			rc = SPI_execute_plan(delete_plan, arrays, NULL, false, 0);
+
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "sink retraction failed: %s", SPI_result_code_string(rc));
+}
+
 /* Run the sink upsert; the caller is in SPI, as the pipeline's owner. */
 void
 weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays)

@@ -70,6 +70,8 @@ extern int64 weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark);
 
 extern SPIPlanPtr weir_catalog_prepare_sink(WeirPlan *plan, Oid sink);
 extern void weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays);
+extern SPIPlanPtr weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink);
+extern void weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays);
 extern void weir_catalog_write_state(int32 id, Datum keys, Datum starts, Datum ends,
 									 Datum fired, Datum states);
 extern void weir_catalog_delete_state(int32 id, Datum keys, Datum starts);

@@ -207,6 +207,8 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	SinkRows	sink;
 	Column		skeys, sstarts, sends, sfired, sstates;
 	Column		dkeys, dstarts;
+	Column	   *rkeys;			/* sink rows to retract: key columns */
+	Column		rstarts;
 	Column		parts, positions, maxtimes;
 	HASH_SEQ_STATUS status;
 	WeirWindow *win;
@@ -235,6 +237,10 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	column_init(&sstates, BYTEAOID);
 	column_init(&dkeys, BYTEAOID);
 	column_init(&dstarts, TIMESTAMPTZOID);
+	rkeys = palloc(sizeof(Column) * plan->nkeys);
+	for (int i = 0; i < plan->nkeys; i++)
+		column_init(&rkeys[i], plan->keys[i].type);
+	column_init(&rstarts, TIMESTAMPTZOID);
 	hash_seq_init(&status, w->store->windows);
 	while ((win = hash_seq_search(&status)) != NULL)
 	{
@@ -261,6 +267,13 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 
 		if (r->write_sink)
 			sink_rows_add(&sink, r->key, r->start, r->end, r->states);
+		if (r->retract_sink)
+		{
+			weir_checkpoint_decode_key(plan, r->key, sink.keyvals);
+			for (int i = 0; i < plan->nkeys; i++)
+				column_add(&rkeys[i], sink.keyvals[i], false);
+			column_add(&rstarts, TimestampTzGetDatum(r->start), false);
+		}
 		if (r->delete_state)
 		{
 			column_add(&dkeys, PointerGetDatum(make_bytea(r->key, r->keylen)), false);
@@ -280,6 +293,20 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	synced = weir_clock_now();
 
 	/* async: write it all; the sink as the pipeline's owner (current user) */
+	if (rstarts.n > 0)
+	{
+		Datum	   *arrays = palloc(sizeof(Datum) * (plan->nkeys + 1));
+
+		for (int i = 0; i < plan->nkeys; i++)
+			arrays[i] = column_array(&rkeys[i]);
+		arrays[plan->nkeys] = column_array(&rstarts);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (w->sink_delete_plan == NULL)
+			w->sink_delete_plan = weir_catalog_prepare_sink_delete(plan, w->row.sink);
+		weir_catalog_delete_sink(w->sink_delete_plan, arrays);
+		SPI_finish();
+	}
 	if (sink.cols[0].n > 0)
 	{
 		Datum	   *arrays = palloc(sizeof(Datum) * sink.ncols);

@@ -344,11 +344,6 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 	table_close(source, NoLock);
 
 	weir_definition_windowing(row.windowing, &windowing);
-	if (windowing.kind == WEIR_WINDOW_SESSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("session windows are not supported yet"),
-				 errhint("Use weir.tumbling() or weir.hopping().")));
 	plan = weir_definition_plan(row.source, row.key, row.event_time,
 								row.aggregates, row.filter, &windowing);
 

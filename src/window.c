@@ -3,7 +3,14 @@
  * window.c
  *	  Open windows of a pipeline and their firing.
  *
- * Windows are aligned to the Unix epoch (like date_bin with origin
+ * Session windows (gap G) are per key: a record at t covers [t, t + G), and
+ * sessions that overlap merge (their states combine), so a session is
+ * [first event, last event + G).  They are listed per key; when a merge
+ * moves a session's start, the old (key, start) is retired, and if its row
+ * had gone to the sink that row is retracted (deleted) at the checkpoint
+ * that writes the merged one.
+ *
+ * Tumbling and hopping windows are aligned to the Unix epoch (like date_bin with origin
  * '1970-01-01'): a tumbling window of size S starts at a multiple of S; a
  * hopping window (size S, slide D) at a multiple of D, and a record falls
  * into every window with start <= t < start + S.
@@ -34,7 +41,20 @@
 #include "utils/datetime.h"
 #include "utils/memutils.h"
 
+#include "aggregate.h"
 #include "window.h"
+
+typedef struct SessionKeyHash
+{
+	uint32		keylen;
+	const char *key;
+} SessionKeyHash;
+
+typedef struct SessionKey
+{
+	SessionKeyHash hkey;		/* owns a copy of the key image */
+	dlist_head	windows;
+} SessionKey;
 
 typedef struct Bucket
 {
@@ -55,6 +75,27 @@ window_hash(const void *key, Size keysize)
 
 	return hash_combine(h, hash_bytes_uint32((uint32) k->start ^
 											 (uint32) (k->start >> 32)));
+}
+
+static void retire(WeirWindowStore *store, WeirWindow *w, bool merged);
+
+static uint32
+session_hash(const void *key, Size keysize)
+{
+	const SessionKeyHash *k = key;
+
+	return hash_bytes((const unsigned char *) k->key, k->keylen);
+}
+
+static int
+session_match(const void *a, const void *b, Size keysize)
+{
+	const SessionKeyHash *ka = a;
+	const SessionKeyHash *kb = b;
+
+	if (ka->keylen != kb->keylen)
+		return 1;
+	return memcmp(ka->key, kb->key, ka->keylen);
 }
 
 static int
@@ -93,6 +134,14 @@ weir_window_store_create(WeirPlan *plan, MemoryContext parent)
 	ctl.hcxt = cxt;
 	store->buckets = hash_create("weir window buckets", 64, &ctl,
 								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	ctl.keysize = sizeof(SessionKeyHash);
+	ctl.entrysize = sizeof(SessionKey);
+	ctl.hash = session_hash;
+	ctl.match = session_match;
+	ctl.hcxt = cxt;
+	store->sessions = hash_create("weir session keys", 1024, &ctl,
+								  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	return store;
 }
 
@@ -131,17 +180,111 @@ weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
 		w->persisted = false;
 		memset(w->states, 0, store->plan->state_size);
 
-		bucket = hash_search(store->buckets, &start, HASH_ENTER, &bfound);
-		if (!bfound)
+		if (store->plan->windowing.kind == WEIR_WINDOW_SESSION)
 		{
-			bucket->end = end;
-			dlist_init(&bucket->windows);
+			SessionKeyHash skey = {keylen, key};
+			SessionKey *sk = hash_search(store->sessions, &skey, HASH_ENTER, &bfound);
+
+			if (!bfound)
+			{
+				char	   *kcopy = MemoryContextAlloc(store->cxt, keylen);
+
+				memcpy(kcopy, key, keylen);
+				sk->hkey.key = kcopy;
+				dlist_init(&sk->windows);
+				store->bytes += sizeof(SessionKey) + keylen;
+			}
+			dlist_push_tail(&sk->windows, &w->key_node);
 		}
-		dlist_push_tail(&bucket->windows, &w->bucket_node);
+		else
+		{
+			bucket = hash_search(store->buckets, &start, HASH_ENTER, &bfound);
+			if (!bfound)
+			{
+				bucket->end = end;
+				dlist_init(&bucket->windows);
+			}
+			dlist_push_tail(&bucket->windows, &w->bucket_node);
+		}
 		store->nwindows++;
 		store->bytes += offsetof(WeirWindow, states) + store->plan->state_size + keylen;
 	}
 	return w;
+}
+
+/*
+ * Place a record at t into the session windows of its key, merging the
+ * sessions it touches; returns the window to accumulate into, or NULL if the
+ * merged session would already be past its allowed lateness (a late record).
+ */
+WeirWindow *
+weir_session_place(WeirWindowStore *store, const char *key, uint32 keylen,
+				   TimestampTz t, TimestampTz watermark, int64 lateness)
+{
+	WeirPlan   *plan = store->plan;
+	int64		gap = plan->windowing.size;
+	SessionKeyHash skey = {keylen, key};
+	SessionKey *sk = hash_search(store->sessions, &skey, HASH_FIND, NULL);
+	List	   *touching = NIL;
+	TimestampTz start = t;
+	TimestampTz end = t + gap;
+	WeirWindow *target = NULL;
+	bool		created;
+	ListCell   *lc;
+
+	if (sk)
+	{
+		dlist_iter	iter;
+
+		dlist_foreach(iter, &sk->windows)
+		{
+			WeirWindow *w = dlist_container(WeirWindow, key_node, iter.cur);
+
+			if (w->hkey.start < t + gap && t < w->end)
+			{
+				touching = lappend(touching, w);
+				start = Min(start, w->hkey.start);
+				end = Max(end, w->end);
+			}
+		}
+	}
+	if (end + lateness <= watermark)
+	{
+		list_free(touching);
+		return NULL;
+	}
+
+	/* the session that keeps its start, if one does */
+	foreach(lc, touching)
+	{
+		WeirWindow *w = lfirst(lc);
+
+		if (w->hkey.start == start)
+			target = w;
+	}
+	if (target == NULL)
+		target = weir_window_lookup(store, start, end, key, keylen, &created);
+	foreach(lc, touching)
+	{
+		WeirWindow *w = lfirst(lc);
+
+		if (w == target)
+			continue;
+		for (int i = 0; i < plan->naggs; i++)
+			weir_agg_combine(&plan->aggs[i], target->states, w->states);
+		if (w->fired)
+			target->sink_dirty = true;	/* its row replaces the retracted one */
+		retire(store, w, true);
+	}
+	list_free(touching);
+	if (end > target->end)
+	{
+		target->end = end;
+		if (end > watermark && target->fired)
+			target->fired = false;	/* it will fire again, later */
+	}
+	target->dirty = true;
+	return target;
 }
 
 static int64
@@ -168,13 +311,38 @@ weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *starts, int max
 	return n;
 }
 
+/*
+ * Take a window out of memory.  `merged`: it became part of another session
+ * window, so its own sink row (if it fired) is retracted, not written.
+ */
 static void
-retire(WeirWindowStore *store, WeirWindow *w)
+retire(WeirWindowStore *store, WeirWindow *w, bool merged)
 {
 	WeirRetired *r;
 	MemoryContext oldcxt;
 
-	if (w->persisted || w->sink_dirty)
+	if (store->plan->windowing.kind == WEIR_WINDOW_SESSION)
+	{
+		SessionKeyHash skey = {w->hkey.keylen, w->hkey.key};
+		SessionKey *sk;
+
+		dlist_delete(&w->key_node);
+		sk = hash_search(store->sessions, &skey, HASH_FIND, NULL);
+		if (sk && dlist_is_empty(&sk->windows))
+		{
+			char	   *kcopy = (char *) sk->hkey.key;
+
+			hash_search(store->sessions, &skey, HASH_REMOVE, NULL);
+			store->bytes -= sizeof(SessionKey) + w->hkey.keylen;
+			pfree(kcopy);
+		}
+	}
+	else
+		dlist_delete(&w->bucket_node);
+
+	if (merged)
+		w->sink_dirty = false;
+	if (w->persisted || w->sink_dirty || (merged && w->fired))
 	{
 		oldcxt = MemoryContextSwitchTo(store->cxt);
 		r = palloc0(sizeof(WeirRetired));
@@ -184,6 +352,7 @@ retire(WeirWindowStore *store, WeirWindow *w)
 		r->end = w->end;
 		r->delete_state = w->persisted;
 		r->write_sink = w->sink_dirty;
+		r->retract_sink = merged && w->fired;
 		if (r->write_sink)
 		{
 			r->states = palloc(store->plan->state_size);
@@ -216,6 +385,33 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 	ListCell   *lc;
 	int64		fired = 0;
 
+	if (store->plan->windowing.kind == WEIR_WINDOW_SESSION)
+	{
+		WeirWindow *w;
+		List	   *expired = NIL;
+
+		/* sessions end anywhere: look at each (one per open key) */
+		hash_seq_init(&status, store->windows);
+		while ((w = hash_seq_search(&status)) != NULL)
+		{
+			if (w->end > watermark)
+				continue;
+			if (!w->fired)
+			{
+				w->fired = true;
+				w->sink_dirty = true;
+				w->dirty = true;
+				fired++;
+			}
+			if (w->end + lateness <= watermark)
+				expired = lappend(expired, w);
+		}
+		foreach(lc, expired)
+			retire(store, lfirst(lc), false);
+		list_free(expired);
+		return fired;
+	}
+
 	hash_seq_init(&status, store->buckets);
 	while ((bucket = hash_seq_search(&status)) != NULL)
 	{
@@ -237,10 +433,7 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 				fired++;
 			}
 			if (expire)
-			{
-				dlist_delete(&w->bucket_node);
-				retire(store, w);
-			}
+				retire(store, w, false);
 		}
 		if (expire)
 			emptied = lappend(emptied, &bucket->start);

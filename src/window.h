@@ -35,7 +35,8 @@ typedef struct WeirWindow
 	bool		dirty;			/* state changed since the last checkpoint */
 	bool		sink_dirty;		/* its sink row must be (re)written */
 	bool		persisted;		/* a state row exists in weir.pipeline_state */
-	dlist_node	bucket_node;	/* in its bucket's list */
+	dlist_node	bucket_node;	/* tumbling, hopping: in its bucket's list */
+	dlist_node	key_node;		/* session: in its key's list of sessions */
 	char		states[FLEXIBLE_ARRAY_MEMBER];	/* plan->state_size bytes */
 } WeirWindow;
 
@@ -48,6 +49,7 @@ typedef struct WeirRetired
 	TimestampTz end;
 	bool		write_sink;		/* its final row is not in the sink yet */
 	bool		delete_state;	/* its state row must go */
+	bool		retract_sink;	/* its sink row must go (a session that merged) */
 	char	   *states;			/* copy, when write_sink */
 } WeirRetired;
 
@@ -57,6 +59,7 @@ typedef struct WeirWindowStore
 	WeirPlan   *plan;
 	HTAB	   *windows;		/* WeirWindow by (start, key) */
 	HTAB	   *buckets;		/* windows by start, for firing in order */
+	HTAB	   *sessions;		/* session windows by key */
 	List	   *retired;		/* WeirRetired *, until the next checkpoint */
 	int64		nwindows;
 	int64		bytes;			/* accounted memory of windows and keys */
@@ -66,6 +69,9 @@ extern WeirWindowStore *weir_window_store_create(WeirPlan *plan, MemoryContext p
 extern WeirWindow *weir_window_lookup(WeirWindowStore *store, TimestampTz start,
 									  TimestampTz end, const char *key,
 									  uint32 keylen, bool *created);
+extern WeirWindow *weir_session_place(WeirWindowStore *store, const char *key,
+									  uint32 keylen, TimestampTz t,
+									  TimestampTz watermark, int64 lateness);
 extern int	weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *starts,
 							   int max);
 extern int64 weir_window_fire(WeirWindowStore *store, TimestampTz watermark,

@@ -206,7 +206,24 @@ process_row(void *arg, TupleTableSlot *slot, int64 position)
 	if (t > w->max_event_time[current_part])
 		w->max_event_time[current_part] = t;
 
-	nstarts = weir_window_assign(&plan->windowing, t, starts, WEIR_MAX_HOPS);
+	if (plan->windowing.kind == WEIR_WINDOW_SESSION)
+	{
+		WeirWindow *win = weir_session_place(w->store, w->keybuf.data, w->keybuf.len,
+											 t, w->watermark, w->lateness);
+
+		if (win)
+		{
+			for (int i = 0; i < plan->naggs; i++)
+				weir_agg_accum(&plan->aggs[i], win->states, w->agg_values[i],
+							   w->agg_nulls[i]);
+			if (win->fired || w->emit_updates)
+				win->sink_dirty = true;
+			placed = true;
+		}
+		nstarts = 0;
+	}
+	else
+		nstarts = weir_window_assign(&plan->windowing, t, starts, WEIR_MAX_HOPS);
 	for (int s = 0; s < nstarts; s++)
 	{
 		TimestampTz end = starts[s] + plan->windowing.size;

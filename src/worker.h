@@ -72,6 +72,7 @@ typedef struct WeirWorker
 	List	   *late;			/* late rows as JSON text, when kept */
 	bool		changed;		/* anything to checkpoint */
 	SPIPlanPtr	sink_plan;
+	SPIPlanPtr	sink_delete_plan;
 } WeirWorker;
 
 extern PGDLLEXPORT void weir_worker_main(Datum main_arg);
