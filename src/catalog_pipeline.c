@@ -251,24 +251,26 @@ weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 }
 
 /*
- * Late records into the pipeline's late-records table, as the current user
- * (the pipeline's owner): `records` is a jsonb[] of topic rows.
+ * Late records into the pipeline's late-records table, copied from the topic
+ * by position, as the current user (the pipeline's owner).
  */
 void
-weir_catalog_write_late(Oid late_table, Oid source, Datum records, Datum watermark)
+weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions,
+						Datum watermark)
 {
 	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(late_table)),
 												  get_rel_name(late_table));
 	char	   *source_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
 														 get_rel_name(source));
-	char	   *sql = psprintf("INSERT INTO %s SELECT (jsonb_populate_record(NULL::%s, r)).*, $2, now() "
-							   "FROM unnest($1) AS r", name, source_name);
-	Oid			types[2] = {JSONBARRAYOID, TIMESTAMPTZOID};
-	Datum		values[2] = {records, watermark};
+	char	   *sql = psprintf("INSERT INTO %s SELECT t.*, $3, now() FROM %s t "
+							   "JOIN unnest($1, $2) AS l(part, pos) ON t.part = l.part AND t.pos = l.pos",
+							   name, source_name);
+	Oid			types[3] = {INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
+	Datum		values[3] = {parts, positions, watermark};
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	weir_catalog_exec(sql, 2, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_exec(sql, 3, types, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
 }
 

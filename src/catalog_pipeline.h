@@ -57,8 +57,8 @@ extern void weir_catalog_pipeline_set_status(int32 id, const char *status,
 extern void weir_catalog_pipeline_delete(int32 id);
 extern void weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 										Interval *checkpoint_interval);
-extern void weir_catalog_write_late(Oid late_table, Oid source, Datum records,
-									Datum watermark);
+extern void weir_catalog_write_late(Oid late_table, Oid source, Datum parts,
+									Datum positions, Datum watermark);
 extern List *weir_catalog_enabled_pipelines(void);
 extern void weir_catalog_run_ddl(const char *sql);
 

@@ -354,13 +354,19 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	}
 	if (w->late != NIL)
 	{
-		Column		rows;
+		Column		lparts, lpos;
 
-		column_init(&rows, JSONBOID);
+		column_init(&lparts, INT4OID);
+		column_init(&lpos, INT8OID);
 		foreach(lc, w->late)
-			column_add(&rows, DirectFunctionCall1(jsonb_in, CStringGetDatum((char *) lfirst(lc))), false);
-		weir_catalog_write_late(w->row.late_records, w->row.source, column_array(&rows),
-								TimestampTzGetDatum(w->watermark));
+		{
+			int64	   *late = lfirst(lc);
+
+			column_add(&lparts, Int32GetDatum((int32) late[0]), false);
+			column_add(&lpos, Int64GetDatum(late[1]), false);
+		}
+		weir_catalog_write_late(w->row.late_records, w->row.source, column_array(&lparts),
+								column_array(&lpos), TimestampTzGetDatum(w->watermark));
 		list_free_deep(w->late);
 		w->late = NIL;
 	}

@@ -60,7 +60,6 @@
 #define WEIR_BATCH_ROWS 10000	/* rows per partition per round */
 
 static WeirWorker *worker = NULL;
-static int32 current_part;
 
 static void
 worker_detach(int code, Datum arg)
@@ -114,12 +113,14 @@ init_expressions(WeirWorker *w)
 	w->filter_expr = plan->filter ?
 		ExecInitQual(list_make1(expression_planner(plan->filter)), NULL) : NULL;
 	w->agg_exprs = palloc0(sizeof(ExprState *) * plan->naggs);
-	w->agg_values = palloc0(sizeof(Datum) * plan->naggs);
-	w->agg_nulls = palloc0(sizeof(bool) * plan->naggs);
 	for (int i = 0; i < plan->naggs; i++)
 		if (plan->aggs[i].arg)
 			w->agg_exprs[i] = ExecInitExpr(expression_planner(plan->aggs[i].arg), NULL);
-	initStringInfo(&w->keybuf);
+	initStringInfo(&w->batch_keys);
+	w->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS);
+	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * Max(plan->naggs, 1));
+	w->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * Max(plan->naggs, 1));
+	w->batch_cxt = AllocSetContextCreate(w->cxt, "weir batch", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -146,119 +147,252 @@ append_key(StringInfo buf, WeirKeySpec *k, Datum value)
 }
 
 static void
-dead_letter(WeirWorker *w, TupleTableSlot *slot, int64 position, const char *error)
+add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
 	WeirDeadLetter *d = palloc(sizeof(WeirDeadLetter));
-	Datum		row = ExecFetchSlotHeapTupleDatum(slot);
 
-	d->part = current_part;
-	d->position = position;
-	d->error = pstrdup(error);
-	d->record = TextDatumGetCString(DirectFunctionCall1(row_to_json, row));
+	d->part = part;
+	d->position = r->position;
+	d->error = pstrdup(r->error);
+	d->record = pstrdup(r->record);
 	w->dead = lappend(w->dead, d);
 	MemoryContextSwitchTo(oldcxt);
 	pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
 }
 
-/* Process one topic row: the hot path. */
 static void
-process_row(void *arg, TupleTableSlot *slot, int64 position)
+mark_dead(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, const char *error)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(w->batch_cxt);
+
+	r->kind = WEIR_ROW_DEAD;
+	r->error = pstrdup(error);
+	r->record = TextDatumGetCString(DirectFunctionCall1(row_to_json,
+														ExecFetchSlotHeapTupleDatum(slot)));
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Evaluate the user's expressions on one topic row into the batch: the hot
+ * path.  Nothing here touches window state, so a batch whose evaluation
+ * fails can be thrown away and redone row by row (read_partition).
+ */
+static void
+eval_row(void *arg, TupleTableSlot *slot, int64 position)
 {
 	WeirWorker *w = (WeirWorker *) arg;
 	WeirPlan   *plan = w->plan;
 	ExprContext *econtext = w->econtext;
-	TimestampTz starts[WEIR_MAX_HOPS];
-	TimestampTz t;
+	WeirEvalRow *r = &w->batch[w->nbatch];
+	Datum	   *values = &w->batch_values[w->nbatch * plan->naggs];
+	bool	   *nulls = &w->batch_nulls[w->nbatch * plan->naggs];
 	bool		isnull;
-	bool		placed = false;
-	int			nstarts;
 
-	w->records_since++;
+	r->position = position;
+	r->kind = WEIR_ROW_OK;
+	r->keyoff = w->batch_keys.len;
+	r->keylen = 0;
+	w->nbatch++;
 	econtext->ecxt_scantuple = slot;
 	if (w->filter_expr && !ExecQual(w->filter_expr, econtext))
-		goto done;
-
-	t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
-	if (isnull || TIMESTAMP_NOT_FINITE(t))
 	{
-		dead_letter(w, slot, position, isnull ? "event time is null" : "event time is infinite");
+		r->kind = WEIR_ROW_FILTERED;
 		goto done;
 	}
-
-	resetStringInfo(&w->keybuf);
+	r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
+	if (isnull || TIMESTAMP_NOT_FINITE(r->t))
+	{
+		mark_dead(w, r, slot, isnull ? "event time is null" : "event time is infinite");
+		goto done;
+	}
 	for (int i = 0; i < plan->nkeys; i++)
 	{
 		Datum		v = ExecEvalExprSwitchContext(w->key_exprs[i], econtext, &isnull);
 
 		if (isnull)
 		{
-			dead_letter(w, slot, position, psprintf("key \"%s\" is null", plan->keys[i].name));
+			mark_dead(w, r, slot, psprintf("key \"%s\" is null", plan->keys[i].name));
 			goto done;
 		}
-		append_key(&w->keybuf, &plan->keys[i], v);
+		append_key(&w->batch_keys, &plan->keys[i], v);
 	}
+	r->keylen = w->batch_keys.len - r->keyoff;
 	for (int i = 0; i < plan->naggs; i++)
 		if (w->agg_exprs[i])
-			w->agg_values[i] = ExecEvalExprSwitchContext(w->agg_exprs[i], econtext,
-														 &w->agg_nulls[i]);
+			values[i] = ExecEvalExprSwitchContext(w->agg_exprs[i], econtext, &nulls[i]);
+done:
+	ResetExprContext(econtext);
+}
 
-	if (t > w->max_event_time[current_part])
-		w->max_event_time[current_part] = t;
+/* Evaluate one row in its own subtransaction: an error makes it dead. */
+static void
+eval_row_guarded(void *arg, TupleTableSlot *slot, int64 position)
+{
+	WeirWorker *w = (WeirWorker *) arg;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	int			n = w->nbatch;
 
-	if (plan->windowing.kind == WEIR_WINDOW_SESSION)
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
 	{
-		WeirWindow *win = weir_session_place(w->store, w->keybuf.data, w->keybuf.len,
-											 t, w->watermark, w->lateness);
+		eval_row(arg, slot, position);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
 
-		if (win)
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ResetExprContext(w->econtext);
+		w->nbatch = n + 1;
+		w->batch[n].position = position;
+		w->batch_keys.len = w->batch[n].keyoff;
+		mark_dead(w, &w->batch[n], slot, edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/* Apply an evaluated batch of partition `part` to window state. */
+static void
+apply_batch(WeirWorker *w, int32 part)
+{
+	WeirPlan   *plan = w->plan;
+	TimestampTz starts[WEIR_MAX_HOPS];
+
+	for (int b = 0; b < w->nbatch; b++)
+	{
+		WeirEvalRow *r = &w->batch[b];
+		const char *key = w->batch_keys.data + r->keyoff;
+		Datum	   *values = &w->batch_values[b * plan->naggs];
+		bool	   *nulls = &w->batch_nulls[b * plan->naggs];
+		bool		placed = false;
+		int			nstarts = 0;
+
+		w->records_since++;
+		pg_atomic_fetch_add_u64(&w->slot->records_in, 1);
+		if (r->kind == WEIR_ROW_FILTERED)
+			continue;
+		if (r->kind == WEIR_ROW_DEAD)
 		{
+			add_dead_letter(w, part, r);
+			continue;
+		}
+		if (r->t > w->max_event_time[part])
+			w->max_event_time[part] = r->t;
+
+		if (plan->windowing.kind == WEIR_WINDOW_SESSION)
+		{
+			WeirWindow *win = weir_session_place(w->store, key, r->keylen, r->t,
+												 w->watermark, w->lateness);
+
+			if (win)
+			{
+				for (int i = 0; i < plan->naggs; i++)
+					weir_agg_accum(&plan->aggs[i], win->states, values[i], nulls[i]);
+				if (win->fired || w->emit_updates)
+					win->sink_dirty = true;
+				placed = true;
+			}
+		}
+		else
+			nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
+		for (int s = 0; s < nstarts; s++)
+		{
+			TimestampTz end = starts[s] + plan->windowing.size;
+			WeirWindow *win;
+			bool		created;
+
+			if (end + w->lateness <= w->watermark)
+				continue;		/* this window has closed for good */
+			win = weir_window_lookup(w->store, starts[s], end, key, r->keylen, &created);
 			for (int i = 0; i < plan->naggs; i++)
-				weir_agg_accum(&plan->aggs[i], win->states, w->agg_values[i],
-							   w->agg_nulls[i]);
+				weir_agg_accum(&plan->aggs[i], win->states, values[i], nulls[i]);
+			win->dirty = true;
 			if (win->fired || w->emit_updates)
 				win->sink_dirty = true;
 			placed = true;
 		}
-		nstarts = 0;
-	}
-	else
-		nstarts = weir_window_assign(&plan->windowing, t, starts, WEIR_MAX_HOPS);
-	for (int s = 0; s < nstarts; s++)
-	{
-		TimestampTz end = starts[s] + plan->windowing.size;
-		WeirWindow *win;
-		bool		created;
-
-		if (end + w->lateness <= w->watermark)
-			continue;			/* this window has closed for good */
-		win = weir_window_lookup(w->store, starts[s], end, w->keybuf.data,
-								 w->keybuf.len, &created);
-		for (int i = 0; i < plan->naggs; i++)
-			weir_agg_accum(&plan->aggs[i], win->states, w->agg_values[i],
-						   w->agg_nulls[i]);
-		win->dirty = true;
-		if (win->fired || w->emit_updates)
-			win->sink_dirty = true;
-		placed = true;
-	}
-	if (!placed)
-	{
-		pg_atomic_fetch_add_u64(&w->slot->records_late, 1);
-		if (OidIsValid(w->row.late_records))
+		if (!placed)
 		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+			pg_atomic_fetch_add_u64(&w->slot->records_late, 1);
+			if (OidIsValid(w->row.late_records))
+			{
+				/* keep the record: look it up again by position at checkpoint */
+				MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+				int64	   *late = palloc(sizeof(int64) * 2);
 
-			w->late = lappend(w->late,
-							  TextDatumGetCString(DirectFunctionCall1(row_to_json,
-																	  ExecFetchSlotHeapTupleDatum(slot))));
-			MemoryContextSwitchTo(oldcxt);
+				late[0] = part;
+				late[1] = r->position;
+				w->late = lappend(w->late, late);
+				MemoryContextSwitchTo(oldcxt);
+			}
 		}
 	}
+}
 
-done:
-	pg_atomic_fetch_add_u64(&w->slot->records_in, 1);
-	ResetExprContext(econtext);
+/*
+ * Read and process up to WEIR_BATCH_ROWS rows of one partition.  The batch
+ * is evaluated inside a subtransaction; if a user expression fails on some
+ * row, the batch is evaluated again row by row, each in its own
+ * subtransaction, and the failing rows become dead letters.
+ */
+static int64
+read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
+			   Snapshot snapshot)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	int64		start = w->pos[part];
+	int64		last = start;
+	volatile bool failed = false;
+
+	w->nbatch = 0;
+	resetStringInfo(&w->batch_keys);
+	MemoryContextReset(w->batch_cxt);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		weir_reader_scan_each(rel, part, start, bound, WEIR_BATCH_ROWS, snapshot,
+							  eval_row, w, &last);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		failed = true;
+	}
+	PG_END_TRY();
+
+	if (failed)
+	{
+		w->nbatch = 0;
+		resetStringInfo(&w->batch_keys);
+		MemoryContextReset(w->batch_cxt);
+		last = start;
+		weir_reader_scan_each(rel, part, start, bound, WEIR_BATCH_ROWS, snapshot,
+							  eval_row_guarded, w, &last);
+	}
+	apply_batch(w, part);
+	w->pos[part] = last;
+	return w->nbatch;
 }
 
 /* The pipeline watermark: min over non-idle partitions, never decreasing. */
@@ -309,9 +443,7 @@ read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_up)
 	{
 		int64		got;
 
-		current_part = p;
-		got = weir_reader_scan_each(rel, p, w->pos[p], bounds[p], WEIR_BATCH_ROWS,
-									snapshot, process_row, w, &w->pos[p]);
+		got = read_partition(w, rel, p, bounds[p], snapshot);
 		if (got > 0)
 			w->last_data_at[p] = now;
 		if (got == WEIR_BATCH_ROWS)

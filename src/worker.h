@@ -31,6 +31,25 @@ typedef struct WeirDeadLetter
 	char	   *record;			/* the row as JSON text */
 } WeirDeadLetter;
 
+/* One topic row evaluated, not yet applied to state */
+typedef enum WeirRowKind
+{
+	WEIR_ROW_OK,
+	WEIR_ROW_FILTERED,
+	WEIR_ROW_DEAD
+} WeirRowKind;
+
+typedef struct WeirEvalRow
+{
+	int64		position;
+	WeirRowKind kind;
+	TimestampTz t;
+	int			keyoff;			/* into WeirWorker.batch_keys */
+	int			keylen;
+	char	   *error;			/* DEAD: why */
+	char	   *record;			/* DEAD: the row as JSON */
+} WeirEvalRow;
+
 typedef struct WeirWorker
 {
 	WeirPipelineRow row;
@@ -60,16 +79,21 @@ typedef struct WeirWorker
 	ExprState  *event_time_expr;
 	ExprState  *filter_expr;
 	ExprState **agg_exprs;
-	Datum	   *agg_values;
-	bool	   *agg_nulls;
-	StringInfoData keybuf;
+
+	/* a batch of one partition, evaluated before it touches state */
+	WeirEvalRow *batch;			/* [WEIR_BATCH_ROWS] */
+	Datum	   *batch_values;	/* [WEIR_BATCH_ROWS * naggs] */
+	bool	   *batch_nulls;
+	StringInfoData batch_keys;	/* key images, by offset */
+	int			nbatch;
+	MemoryContext batch_cxt;	/* reset after each batch */
 
 	/* checkpointing */
 	int64		checkpoint_id;	/* last committed */
 	TimestampTz next_checkpoint;
 	int64		records_since;	/* records in since the last checkpoint */
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
-	List	   *late;			/* late rows as JSON text, when kept */
+	List	   *late;			/* int64[2] {part, position} of late rows, when kept */
 	bool		changed;		/* anything to checkpoint */
 	SPIPlanPtr	sink_plan;
 	SPIPlanPtr	sink_delete_plan;
