@@ -20,7 +20,8 @@ OBJS = \
 	src/catalog_pipeline.o \
 	src/pipeline.o \
 	src/worker.o \
-	src/checkpoint.o
+	src/checkpoint.o \
+	src/live.o
 
 EXTENSION = weir
 DATA = weir--0.1.sql

@@ -437,3 +437,15 @@ COMMENT ON FUNCTION weir.alter_pipeline(text, bigint, interval) IS
 CREATE FUNCTION weir._scan_count(topic regclass, partition integer, after bigint, upto bigint)
 RETURNS bigint
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_scan_count';
+
+CREATE FUNCTION weir.live_state(
+	pipeline text,
+	OUT key text,
+	OUT window_start timestamptz,
+	OUT window_end timestamptz,
+	OUT fired boolean,
+	OUT aggregates jsonb)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_live_state';
+COMMENT ON FUNCTION weir.live_state(text) IS
+	'the open windows of a running pipeline, read from its shared memory (may be ahead of the last checkpoint)';

@@ -210,8 +210,9 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	Column	   *rkeys;			/* sink rows to retract: key columns */
 	Column		rstarts;
 	Column		parts, positions, maxtimes;
-	HASH_SEQ_STATUS status;
+	WeirWindowIter iter;
 	WeirWindow *win;
+	WeirStoreRoot *root = w->store->root;
 	ListCell   *lc;
 	int64		bytes = 0;
 
@@ -241,26 +242,31 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	for (int i = 0; i < plan->nkeys; i++)
 		column_init(&rkeys[i], plan->keys[i].type);
 	column_init(&rstarts, TIMESTAMPTZOID);
-	hash_seq_init(&status, w->store->windows);
-	while ((win = hash_seq_search(&status)) != NULL)
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	weir_window_iter_init(&iter, w->store);
+	while ((win = weir_window_iter_next(&iter)) != NULL)
 	{
-		if (win->sink_dirty)
+		TimestampTz end = weir_window_end(root, plan, win);
+		char	   *states = weir_window_states(root, win);
+
+		if (win->flags & WEIR_WINDOW_SINK_DIRTY)
 		{
-			sink_rows_add(&sink, win->hkey.key, win->hkey.start, win->end, win->states);
-			win->sink_dirty = false;
+			sink_rows_add(&sink, win->data, win->start, end, states);
+			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
 		}
-		if (win->dirty)
+		if (win->flags & WEIR_WINDOW_DIRTY)
 		{
-			column_add(&skeys, PointerGetDatum(make_bytea(win->hkey.key, win->hkey.keylen)), false);
-			column_add(&sstarts, TimestampTzGetDatum(win->hkey.start), false);
-			column_add(&sends, TimestampTzGetDatum(win->end), false);
-			column_add(&sfired, BoolGetDatum(win->fired), false);
-			column_add(&sstates, PointerGetDatum(make_bytea(win->states, plan->state_size)), false);
-			bytes += win->hkey.keylen + plan->state_size;
-			win->dirty = false;
-			win->persisted = true;
+			column_add(&skeys, PointerGetDatum(make_bytea(win->data, win->keylen)), false);
+			column_add(&sstarts, TimestampTzGetDatum(win->start), false);
+			column_add(&sends, TimestampTzGetDatum(end), false);
+			column_add(&sfired, BoolGetDatum((win->flags & WEIR_WINDOW_FIRED) != 0), false);
+			column_add(&sstates, PointerGetDatum(make_bytea(states, plan->state_size)), false);
+			bytes += win->keylen + plan->state_size;
+			win->flags &= ~WEIR_WINDOW_DIRTY;
+			win->flags |= WEIR_WINDOW_PERSISTED;
 		}
 	}
+	LWLockRelease(&w->slot->lock);
 	foreach(lc, w->store->retired)
 	{
 		WeirRetired *r = lfirst(lc);
@@ -388,16 +394,19 @@ restore_window(void *arg, bytea *key, TimestampTz start, TimestampTz end,
 
 	win = weir_window_lookup(w->store, start, end, VARDATA_ANY(key),
 							 VARSIZE_ANY_EXHDR(key), &created);
+	if (win == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("checkpoint of pipeline \"%s\" does not fit in its max_state_memory", w->row.name),
+				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 	if (!created || VARSIZE_ANY_EXHDR(state) != w->plan->state_size)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("corrupted checkpoint of pipeline \"%s\": bad state row",
 						w->row.name),
 				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
-	memcpy(win->states, VARDATA_ANY(state), w->plan->state_size);
-	win->fired = fired;
-	win->dirty = false;
-	win->persisted = true;
+	memcpy(weir_window_states(w->store->root, win), VARDATA_ANY(state), w->plan->state_size);
+	win->flags = WEIR_WINDOW_PERSISTED | (fired ? WEIR_WINDOW_FIRED : 0);
 }
 
 /*
@@ -418,7 +427,9 @@ weir_checkpoint_restore(WeirWorker *w)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(w->cxt);
 	weir_catalog_load_positions(w->row.id, w->partitions, w->pos, w->max_event_time);
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	windows = weir_catalog_load_state(w->row.id, restore_window, w, &bytes);
+	LWLockRelease(&w->slot->lock);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
 	w->watermark = watermark;
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;

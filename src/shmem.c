@@ -77,6 +77,8 @@ weir_shmem_startup(void)
 		memset(weir_shared, 0, offsetof(WeirShmem, slots));
 		weir_shared->lock = &(GetNamedLWLockTranche("weir"))->lock;
 		weir_shared->partition_tranche = LWLockNewTrancheId();
+		weir_shared->pipeline_tranche = LWLockNewTrancheId();
+		weir_shared->state_tranche = LWLockNewTrancheId();
 		weir_shared->nslots = weir_max_partitions;
 		weir_shared->slot_size = slot_size();
 		for (int i = 0; i < weir_shared->nslots; i++)
@@ -99,6 +101,9 @@ weir_shmem_startup(void)
 			WeirPipelineSlot *p = &weir_shared->pipelines[i];
 
 			memset(p, 0, sizeof(*p));
+			LWLockInitialize(&p->lock, weir_shared->pipeline_tranche);
+			p->area = DSM_HANDLE_INVALID;
+			p->root = InvalidDsaPointer;
 			SpinLockInit(&p->mutex);
 			pg_atomic_init_u64(&p->records_in, 0);
 			pg_atomic_init_u64(&p->records_out, 0);
@@ -111,6 +116,8 @@ weir_shmem_startup(void)
 
 	/* every process that forks from here knows the tranche by name */
 	LWLockRegisterTranche(weir_shared->partition_tranche, "weir_partition");
+	LWLockRegisterTranche(weir_shared->pipeline_tranche, "weir_pipeline");
+	LWLockRegisterTranche(weir_shared->state_tranche, "weir_state");
 }
 
 void

@@ -19,6 +19,7 @@
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
+#include "utils/dsa.h"
 
 /*
  * One producing transaction's claim on a partition: the lowest position it
@@ -58,6 +59,11 @@ typedef struct WeirPartitionSlot
  */
 typedef struct WeirPipelineSlot
 {
+	LWLock		lock;			/* the worker holds it exclusively while it
+								 * changes its window store; readers of the
+								 * store hold it shared */
+	dsa_handle	area;			/* the worker's state area, under lock */
+	dsa_pointer root;			/* its WeirStoreRoot, under lock */
 	slock_t		mutex;
 	Oid			dboid;			/* InvalidOid: free */
 	int32		pipeline_id;
@@ -84,6 +90,8 @@ typedef struct WeirShmem
 	int			launcher_pid;	/* 0 when no launcher runs */
 	Latch	   *launcher_latch; /* to wake the launcher */
 	int			partition_tranche;	/* tranche id of the slots' locks */
+	int			pipeline_tranche;	/* tranche id of pipeline slot locks */
+	int			state_tranche;	/* tranche id of pipelines' DSA areas */
 	int			nslots;			/* weir.max_partitions */
 	Size		slot_size;		/* bytes per slot, MAXALIGNed */
 	int			npipelines;		/* weir.max_pipelines */

@@ -1,31 +1,38 @@
 /*-------------------------------------------------------------------------
  *
  * window.c
- *	  Open windows of a pipeline and their firing.
+ *	  Open windows of a pipeline, in the pipeline's DSA area, and their
+ *	  firing.
  *
- * Session windows (gap G) are per key: a record at t covers [t, t + G), and
- * sessions that overlap merge (their states combine), so a session is
- * [first event, last event + G).  They are listed per key; when a merge
- * moves a session's start, the old (key, start) is retired, and if its row
- * had gone to the sink that row is retracted (deleted) at the checkpoint
- * that writes the merged one.
+ * Tumbling and hopping windows are aligned to the Unix epoch (like date_bin
+ * with origin '1970-01-01'): a tumbling window of size S starts at a
+ * multiple of S; a hopping window (size S, slide D) at a multiple of D, and
+ * a record falls into every window with start <= t < start + S.  Session
+ * windows (gap G) are per key: a record at t covers [t, t + G), sessions of
+ * its key that overlap merge (their states combine), so a session is
+ * [first event, last event + G).  When a merge moves a session's start, the
+ * old (key, start) is retired, and if its row had gone to the sink that row
+ * is retracted (deleted) at the checkpoint that writes the merged one.
  *
- * Tumbling and hopping windows are aligned to the Unix epoch (like date_bin with origin
- * '1970-01-01'): a tumbling window of size S starts at a multiple of S; a
- * hopping window (size S, slide D) at a multiple of D, and a record falls
- * into every window with start <= t < start + S.
+ * Memory.  Each window is one flat DSA allocation (WeirWindow); the store's
+ * index is an open-addressing table of dsa_pointers, also in DSA, reachable
+ * from a WeirStoreRoot whose dsa_pointer the pipeline slot publishes, so
+ * other backends can attach and read the open windows (weir.live_state).
+ * Only the worker writes, holding the pipeline slot's lock exclusively for
+ * each batch (worker.c); readers hold it shared and copy.  Firing needs to
+ * visit windows by start (tumbling, hopping) or by key (session): those
+ * lists are worker-local hash tables of list heads, the lists themselves
+ * being linked through WeirWindow.next.
  *
- * Each window holds the aggregate states of one key in one time range.
- * Windows are found by (start, key image) in a hash table, and are also
- * listed per start in buckets, so that firing visits only the windows that
- * close, oldest first.  A window fires (its row is due in the sink) when the
- * watermark reaches its end, and leaves memory when the watermark passes
- * end + allowed lateness; until then a late record updates it and its sink
- * row is written again.  What leaves memory is kept on a "retired" list
- * until the next checkpoint has written its last sink row and deleted its
- * state row.
+ * A window fires (its row is due in the sink) when the watermark reaches
+ * its end, and leaves memory when the watermark passes end + allowed
+ * lateness; until then a late record updates it and its row is written
+ * again.  What leaves memory waits on the "retired" list until the next
+ * checkpoint has written its last sink row and deleted its state row.
  *
- * Single-threaded: only the pipeline's worker touches its store.
+ * Allocation beyond the store's limit (max_state_memory) or a failed DSA
+ * allocation sets out_of_memory instead of raising an error; the worker
+ * then stops the pipeline cleanly at its last checkpoint.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -44,6 +51,16 @@
 #include "aggregate.h"
 #include "window.h"
 
+#define SLOT_EMPTY		InvalidDsaPointer
+#define SLOT_DELETED	((dsa_pointer) 1)	/* no allocation sits at offset 1 */
+
+typedef struct Bucket
+{
+	TimestampTz start;			/* hash key */
+	TimestampTz end;
+	dsa_pointer head;
+} Bucket;
+
 typedef struct SessionKeyHash
 {
 	uint32		keylen;
@@ -53,31 +70,60 @@ typedef struct SessionKeyHash
 typedef struct SessionKey
 {
 	SessionKeyHash hkey;		/* owns a copy of the key image */
-	dlist_head	windows;
+	dsa_pointer head;
 } SessionKey;
-
-typedef struct Bucket
-{
-	TimestampTz start;			/* hash key */
-	TimestampTz end;
-	dlist_head	windows;
-} Bucket;
 
 /* microseconds from PostgreSQL's epoch (2000-01-01) back to Unix's */
 #define UNIX_EPOCH_OFFSET \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
 
-static uint32
-window_hash(const void *key, Size keysize)
-{
-	const WeirWindowKey *k = key;
-	uint32		h = hash_bytes((const unsigned char *) k->key, k->keylen);
+static void retire(WeirWindowStore *store, dsa_pointer dp, bool merged);
+static void maybe_shrink(WeirWindowStore *store);
 
-	return hash_combine(h, hash_bytes_uint32((uint32) k->start ^
-											 (uint32) (k->start >> 32)));
+static inline WeirWindow *
+window_at(WeirWindowStore *store, dsa_pointer dp)
+{
+	return (WeirWindow *) dsa_get_address(store->area, dp);
 }
 
-static void retire(WeirWindowStore *store, WeirWindow *w, bool merged);
+static inline dsa_pointer *
+slot_table(WeirWindowStore *store)
+{
+	return (dsa_pointer *) dsa_get_address(store->area, store->root->slots);
+}
+
+static inline Size
+window_size(WeirStoreRoot *root, uint32 keylen)
+{
+	return offsetof(WeirWindow, data) + MAXALIGN(keylen) +
+		(root->session ? sizeof(TimestampTz) : 0) + root->state_size;
+}
+
+char *
+weir_window_states(WeirStoreRoot *root, WeirWindow *w)
+{
+	return w->data + MAXALIGN(w->keylen) + (root->session ? sizeof(TimestampTz) : 0);
+}
+
+static inline TimestampTz *
+session_end(WeirWindow *w)
+{
+	return (TimestampTz *) (w->data + MAXALIGN(w->keylen));
+}
+
+TimestampTz
+weir_window_end(WeirStoreRoot *root, WeirPlan *plan, WeirWindow *w)
+{
+	return root->session ? *session_end(w) : w->start + plan->windowing.size;
+}
+
+static uint32
+window_hash(TimestampTz start, const char *key, uint32 keylen)
+{
+	uint32		h = hash_bytes((const unsigned char *) key, keylen);
+
+	return hash_combine(h, hash_bytes_uint32((uint32) start ^ (uint32) (start >> 32)));
+}
 
 static uint32
 session_hash(const void *key, Size keysize)
@@ -98,19 +144,69 @@ session_match(const void *a, const void *b, Size keysize)
 	return memcmp(ka->key, kb->key, ka->keylen);
 }
 
-static int
-window_match(const void *a, const void *b, Size keysize)
+/* DSA allocation within the store's limit; InvalidDsaPointer when over. */
+static dsa_pointer
+store_alloc(WeirWindowStore *store, Size size, int flags)
 {
-	const WeirWindowKey *ka = a;
-	const WeirWindowKey *kb = b;
+	dsa_pointer dp;
 
-	if (ka->start != kb->start || ka->keylen != kb->keylen)
-		return 1;
-	return memcmp(ka->key, kb->key, ka->keylen);
+	if (store->root->bytes + (int64) size > store->limit)
+	{
+		store->out_of_memory = true;
+		return InvalidDsaPointer;
+	}
+	dp = dsa_allocate_extended(store->area, size, flags | DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(dp))
+		store->out_of_memory = true;
+	else
+		store->root->bytes += size;
+	return dp;
+}
+
+static void
+store_free(WeirWindowStore *store, dsa_pointer dp, Size size)
+{
+	dsa_free(store->area, dp);
+	store->root->bytes -= size;
+}
+
+/* Grow (or just clean) the slot table; false if memory ran out. */
+static bool
+resize(WeirWindowStore *store, uint32 capacity)
+{
+	WeirStoreRoot *root = store->root;
+	dsa_pointer new_dp = store_alloc(store, sizeof(dsa_pointer) * (Size) capacity,
+									 DSA_ALLOC_HUGE | DSA_ALLOC_ZERO);
+	dsa_pointer *new_slots;
+	dsa_pointer *old_slots;
+
+	if (!DsaPointerIsValid(new_dp))
+		return false;
+	new_slots = dsa_get_address(store->area, new_dp);
+	old_slots = DsaPointerIsValid(root->slots) ? slot_table(store) : NULL;
+	for (uint32 i = 0; old_slots && i < root->capacity; i++)
+	{
+		WeirWindow *w;
+		uint32		j;
+
+		if (old_slots[i] == SLOT_EMPTY || old_slots[i] == SLOT_DELETED)
+			continue;
+		w = window_at(store, old_slots[i]);
+		for (j = w->hash & (capacity - 1); new_slots[j] != SLOT_EMPTY; j = (j + 1) & (capacity - 1))
+			;
+		new_slots[j] = old_slots[i];
+	}
+	if (old_slots)
+		store_free(store, root->slots, sizeof(dsa_pointer) * (Size) root->capacity);
+	root->slots = new_dp;
+	root->capacity = capacity;
+	root->deleted = 0;
+	return true;
 }
 
 WeirWindowStore *
-weir_window_store_create(WeirPlan *plan, MemoryContext parent)
+weir_window_store_create(WeirPlan *plan, dsa_area *area, int64 limit,
+						 MemoryContext parent)
 {
 	WeirWindowStore *store;
 	MemoryContext cxt = AllocSetContextCreate(parent, "weir windows",
@@ -120,14 +216,15 @@ weir_window_store_create(WeirPlan *plan, MemoryContext parent)
 	store = MemoryContextAllocZero(cxt, sizeof(WeirWindowStore));
 	store->cxt = cxt;
 	store->plan = plan;
-
-	ctl.keysize = sizeof(WeirWindowKey);
-	ctl.entrysize = offsetof(WeirWindow, states) + plan->state_size;
-	ctl.hash = window_hash;
-	ctl.match = window_match;
-	ctl.hcxt = cxt;
-	store->windows = hash_create("weir windows", 4096, &ctl,
-								 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	store->area = area;
+	store->limit = limit;
+	store->root_dp = dsa_allocate_extended(area, sizeof(WeirStoreRoot), DSA_ALLOC_ZERO);
+	store->root = dsa_get_address(area, store->root_dp);
+	store->root->state_size = plan->state_size;
+	store->root->session = plan->windowing.kind == WEIR_WINDOW_SESSION;
+	store->root->bytes = sizeof(WeirStoreRoot);
+	if (!resize(store, 1024))
+		elog(ERROR, "could not allocate the window table");
 
 	ctl.keysize = sizeof(TimestampTz);
 	ctl.entrysize = sizeof(Bucket);
@@ -145,145 +242,265 @@ weir_window_store_create(WeirPlan *plan, MemoryContext parent)
 	return store;
 }
 
+/* The slot holding (start, key), or the first free one for it. */
+static uint32
+probe(WeirWindowStore *store, uint32 hash, TimestampTz start, const char *key,
+	  uint32 keylen, bool *found)
+{
+	WeirStoreRoot *root = store->root;
+	dsa_pointer *slots = slot_table(store);
+	uint32		mask = root->capacity - 1;
+	int64		free_slot = -1;
+
+	for (uint32 i = hash & mask;; i = (i + 1) & mask)
+	{
+		WeirWindow *w;
+
+		if (slots[i] == SLOT_EMPTY)
+		{
+			*found = false;
+			return free_slot >= 0 ? (uint32) free_slot : i;
+		}
+		if (slots[i] == SLOT_DELETED)
+		{
+			if (free_slot < 0)
+				free_slot = i;
+			continue;
+		}
+		w = window_at(store, slots[i]);
+		if (w->hash == hash && w->start == start && w->keylen == keylen &&
+			memcmp(w->data, key, keylen) == 0)
+		{
+			*found = true;
+			return i;
+		}
+	}
+}
+
 /*
  * The window of a key starting at `start`, created (zeroed states) if
- * absent.  `key` need not outlive the call.
+ * absent; NULL if memory ran out (store->out_of_memory is then set).
  */
 WeirWindow *
 weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
 				   const char *key, uint32 keylen, bool *created)
 {
-	WeirWindowKey hkey;
-	uint32		hash;
-	WeirWindow *w;
+	WeirStoreRoot *root = store->root;
+	uint32		hash = window_hash(start, key, keylen);
+	uint32		slot;
 	bool		found;
+	dsa_pointer dp;
+	WeirWindow *w;
+	bool		bfound;
 
-	hkey.start = start;
-	hkey.keylen = keylen;
-	hkey.key = key;
-	hash = get_hash_value(store->windows, &hkey);
-	w = hash_search_with_hash_value(store->windows, &hkey, hash, HASH_ENTER, &found);
+	slot = probe(store, hash, start, key, keylen, &found);
 	*created = !found;
-	if (!found)
+	if (found)
+		return window_at(store, slot_table(store)[slot]);
+
+	if ((root->used + root->deleted + 1) * 4 > root->capacity * 3)
 	{
-		Bucket	   *bucket;
-		bool		bfound;
-		char	   *copy = MemoryContextAlloc(store->cxt, keylen);
+		/* rebuild at a load of 3/8 to 3/4: room to grow, few deleted slots */
+		uint32		capacity = 1024;
 
-		memcpy(copy, key, keylen);
-		w->hkey.key = copy;
-		w->hash = hash;
-		w->end = end;
-		w->fired = false;
-		w->dirty = true;
-		w->sink_dirty = false;
-		w->persisted = false;
-		memset(w->states, 0, store->plan->state_size);
+		while (capacity * 3 < (root->used + 1) * 8)
+			capacity *= 2;
+		if (!resize(store, capacity))
+			return NULL;
+		slot = probe(store, hash, start, key, keylen, &found);
+	}
+	dp = store_alloc(store, window_size(root, keylen), DSA_ALLOC_ZERO);
+	if (!DsaPointerIsValid(dp))
+		return NULL;
+	w = window_at(store, dp);
+	w->start = start;
+	w->keylen = keylen;
+	w->hash = hash;
+	w->flags = WEIR_WINDOW_DIRTY;
+	memcpy(w->data, key, keylen);
+	if (slot_table(store)[slot] == SLOT_DELETED)
+		root->deleted--;
+	slot_table(store)[slot] = dp;
+	root->used++;
 
-		if (store->plan->windowing.kind == WEIR_WINDOW_SESSION)
+	if (root->session)
+	{
+		SessionKeyHash skey = {keylen, key};
+		SessionKey *sk = hash_search(store->sessions, &skey, HASH_ENTER, &bfound);
+
+		*session_end(w) = end;
+		if (!bfound)
 		{
-			SessionKeyHash skey = {keylen, key};
-			SessionKey *sk = hash_search(store->sessions, &skey, HASH_ENTER, &bfound);
+			char	   *kcopy = MemoryContextAlloc(store->cxt, keylen);
 
-			if (!bfound)
-			{
-				char	   *kcopy = MemoryContextAlloc(store->cxt, keylen);
-
-				memcpy(kcopy, key, keylen);
-				sk->hkey.key = kcopy;
-				dlist_init(&sk->windows);
-				store->bytes += sizeof(SessionKey) + keylen;
-			}
-			dlist_push_tail(&sk->windows, &w->key_node);
+			memcpy(kcopy, key, keylen);
+			sk->hkey.key = kcopy;
+			sk->head = InvalidDsaPointer;
 		}
-		else
+		w->next = sk->head;
+		sk->head = dp;
+	}
+	else
+	{
+		Bucket	   *bucket = hash_search(store->buckets, &start, HASH_ENTER, &bfound);
+
+		if (!bfound)
 		{
-			bucket = hash_search(store->buckets, &start, HASH_ENTER, &bfound);
-			if (!bfound)
-			{
-				bucket->end = end;
-				dlist_init(&bucket->windows);
-			}
-			dlist_push_tail(&bucket->windows, &w->bucket_node);
+			bucket->end = end;
+			bucket->head = InvalidDsaPointer;
 		}
-		store->nwindows++;
-		store->bytes += offsetof(WeirWindow, states) + store->plan->state_size + keylen;
+		w->next = bucket->head;
+		bucket->head = dp;
 	}
 	return w;
 }
 
+/* Remove a window from the slot table (its list is the caller's business). */
+static void
+unindex(WeirWindowStore *store, WeirWindow *w)
+{
+	bool		found;
+	uint32		slot = probe(store, w->hash, w->start, w->data, w->keylen, &found);
+
+	Assert(found);
+	slot_table(store)[slot] = SLOT_DELETED;
+	store->root->used--;
+	store->root->deleted++;
+}
+
+/*
+ * Take a window out of memory.  `merged`: it became part of another session
+ * window, so its own sink row (if it fired) is retracted, not written.  The
+ * caller has unlinked it from its bucket or key list.
+ */
+static void
+retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
+{
+	WeirWindow *w = window_at(store, dp);
+	WeirStoreRoot *root = store->root;
+	bool		fired = (w->flags & WEIR_WINDOW_FIRED) != 0;
+	bool		persisted = (w->flags & WEIR_WINDOW_PERSISTED) != 0;
+	bool		sink_dirty = !merged && (w->flags & WEIR_WINDOW_SINK_DIRTY) != 0;
+
+	if (persisted || sink_dirty || (merged && fired))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(store->cxt);
+		WeirRetired *r = palloc0(sizeof(WeirRetired));
+
+		r->key = palloc(w->keylen);
+		memcpy(r->key, w->data, w->keylen);
+		r->keylen = w->keylen;
+		r->start = w->start;
+		r->end = weir_window_end(root, store->plan, w);
+		r->delete_state = persisted;
+		r->write_sink = sink_dirty;
+		r->retract_sink = merged && fired;
+		if (r->write_sink)
+		{
+			r->states = palloc(root->state_size);
+			memcpy(r->states, weir_window_states(root, w), root->state_size);
+		}
+		store->retired = lappend(store->retired, r);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	unindex(store, w);
+	store_free(store, dp, window_size(root, w->keylen));
+}
+
+/* Unlink a session window from its key's list; drop the key when empty. */
+static void
+session_unlink(WeirWindowStore *store, dsa_pointer dp)
+{
+	WeirWindow *w = window_at(store, dp);
+	SessionKeyHash skey = {w->keylen, w->data};
+	SessionKey *sk = hash_search(store->sessions, &skey, HASH_FIND, NULL);
+	dsa_pointer *link;
+
+	Assert(sk != NULL);
+	for (link = &sk->head; *link != dp; link = &window_at(store, *link)->next)
+		;
+	*link = w->next;
+	if (!DsaPointerIsValid(sk->head))
+	{
+		char	   *kcopy = (char *) sk->hkey.key;
+
+		hash_search(store->sessions, &skey, HASH_REMOVE, NULL);
+		pfree(kcopy);
+	}
+}
+
 /*
  * Place a record at t into the session windows of its key, merging the
- * sessions it touches; returns the window to accumulate into, or NULL if the
- * merged session would already be past its allowed lateness (a late record).
+ * sessions it touches; returns the window to accumulate into, or NULL if
+ * the merged session would already be past its allowed lateness (a late
+ * record) or memory ran out (store->out_of_memory).
  */
 WeirWindow *
 weir_session_place(WeirWindowStore *store, const char *key, uint32 keylen,
 				   TimestampTz t, TimestampTz watermark, int64 lateness)
 {
 	WeirPlan   *plan = store->plan;
+	WeirStoreRoot *root = store->root;
 	int64		gap = plan->windowing.size;
 	SessionKeyHash skey = {keylen, key};
 	SessionKey *sk = hash_search(store->sessions, &skey, HASH_FIND, NULL);
-	List	   *touching = NIL;
+	dsa_pointer touching[64];
+	int			ntouching = 0;
 	TimestampTz start = t;
 	TimestampTz end = t + gap;
 	WeirWindow *target = NULL;
+	dsa_pointer target_dp = InvalidDsaPointer;
 	bool		created;
-	ListCell   *lc;
 
-	if (sk)
+	for (dsa_pointer dp = sk ? sk->head : InvalidDsaPointer;
+		 DsaPointerIsValid(dp); dp = window_at(store, dp)->next)
 	{
-		dlist_iter	iter;
+		WeirWindow *w = window_at(store, dp);
 
-		dlist_foreach(iter, &sk->windows)
+		if (w->start < t + gap && t < *session_end(w) && ntouching < lengthof(touching))
 		{
-			WeirWindow *w = dlist_container(WeirWindow, key_node, iter.cur);
-
-			if (w->hkey.start < t + gap && t < w->end)
-			{
-				touching = lappend(touching, w);
-				start = Min(start, w->hkey.start);
-				end = Max(end, w->end);
-			}
+			touching[ntouching++] = dp;
+			start = Min(start, w->start);
+			end = Max(end, *session_end(w));
 		}
 	}
 	if (end + lateness <= watermark)
-	{
-		list_free(touching);
 		return NULL;
-	}
 
 	/* the session that keeps its start, if one does */
-	foreach(lc, touching)
+	for (int i = 0; i < ntouching; i++)
+		if (window_at(store, touching[i])->start == start)
+			target_dp = touching[i];
+	if (DsaPointerIsValid(target_dp))
+		target = window_at(store, target_dp);
+	else
 	{
-		WeirWindow *w = lfirst(lc);
-
-		if (w->hkey.start == start)
-			target = w;
-	}
-	if (target == NULL)
 		target = weir_window_lookup(store, start, end, key, keylen, &created);
-	foreach(lc, touching)
+		if (target == NULL)
+			return NULL;
+	}
+	for (int i = 0; i < ntouching; i++)
 	{
-		WeirWindow *w = lfirst(lc);
+		WeirWindow *w;
 
-		if (w == target)
+		if (touching[i] == target_dp)
 			continue;
-		for (int i = 0; i < plan->naggs; i++)
-			weir_agg_combine(&plan->aggs[i], target->states, w->states);
-		if (w->fired)
-			target->sink_dirty = true;	/* its row replaces the retracted one */
-		retire(store, w, true);
+		w = window_at(store, touching[i]);
+		for (int a = 0; a < plan->naggs; a++)
+			weir_agg_combine(&plan->aggs[a], weir_window_states(root, target),
+							 weir_window_states(root, w));
+		if (w->flags & WEIR_WINDOW_FIRED)
+			target->flags |= WEIR_WINDOW_SINK_DIRTY;	/* replaces the retracted row */
+		session_unlink(store, touching[i]);
+		retire(store, touching[i], true);
 	}
-	list_free(touching);
-	if (end > target->end)
+	if (end > *session_end(target))
 	{
-		target->end = end;
-		if (end > watermark && target->fired)
-			target->fired = false;	/* it will fire again, later */
+		*session_end(target) = end;
+		if (end > watermark)
+			target->flags &= ~WEIR_WINDOW_FIRED;	/* it will fire again, later */
 	}
-	target->dirty = true;
+	target->flags |= WEIR_WINDOW_DIRTY;
 	return target;
 }
 
@@ -311,137 +528,106 @@ weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *starts, int max
 	return n;
 }
 
-/*
- * Take a window out of memory.  `merged`: it became part of another session
- * window, so its own sink row (if it fired) is retracted, not written.
- */
-static void
-retire(WeirWindowStore *store, WeirWindow *w, bool merged)
+static bool
+fire_one(WeirWindow *w)
 {
-	WeirRetired *r;
-	MemoryContext oldcxt;
-
-	if (store->plan->windowing.kind == WEIR_WINDOW_SESSION)
-	{
-		SessionKeyHash skey = {w->hkey.keylen, w->hkey.key};
-		SessionKey *sk;
-
-		dlist_delete(&w->key_node);
-		sk = hash_search(store->sessions, &skey, HASH_FIND, NULL);
-		if (sk && dlist_is_empty(&sk->windows))
-		{
-			char	   *kcopy = (char *) sk->hkey.key;
-
-			hash_search(store->sessions, &skey, HASH_REMOVE, NULL);
-			store->bytes -= sizeof(SessionKey) + w->hkey.keylen;
-			pfree(kcopy);
-		}
-	}
-	else
-		dlist_delete(&w->bucket_node);
-
-	if (merged)
-		w->sink_dirty = false;
-	if (w->persisted || w->sink_dirty || (merged && w->fired))
-	{
-		oldcxt = MemoryContextSwitchTo(store->cxt);
-		r = palloc0(sizeof(WeirRetired));
-		r->key = (char *) w->hkey.key;	/* ownership moves to r */
-		r->keylen = w->hkey.keylen;
-		r->start = w->hkey.start;
-		r->end = w->end;
-		r->delete_state = w->persisted;
-		r->write_sink = w->sink_dirty;
-		r->retract_sink = merged && w->fired;
-		if (r->write_sink)
-		{
-			r->states = palloc(store->plan->state_size);
-			memcpy(r->states, w->states, store->plan->state_size);
-		}
-		store->retired = lappend(store->retired, r);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	else
-		pfree((char *) w->hkey.key);
-
-	store->bytes -= offsetof(WeirWindow, states) + store->plan->state_size + w->hkey.keylen;
-	store->nwindows--;
-	hash_search_with_hash_value(store->windows, &w->hkey, w->hash, HASH_REMOVE, NULL);
+	if (w->flags & WEIR_WINDOW_FIRED)
+		return false;
+	w->flags |= WEIR_WINDOW_FIRED | WEIR_WINDOW_SINK_DIRTY | WEIR_WINDOW_DIRTY;
+	return true;
 }
 
 /*
  * Fire the windows whose end the watermark has reached, and retire those
- * it has passed by more than the allowed lateness.  With emit_updates, open
- * windows' rows are written at every checkpoint anyway (worker.c marks
- * them); here only closing matters.  Returns the number of windows fired.
+ * it has passed by more than the allowed lateness.  Returns the number of
+ * windows fired.
  */
 int64
 weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 				 bool emit_updates)
 {
 	HASH_SEQ_STATUS status;
-	Bucket	   *bucket;
 	List	   *emptied = NIL;
 	ListCell   *lc;
 	int64		fired = 0;
 
-	if (store->plan->windowing.kind == WEIR_WINDOW_SESSION)
+	if (store->root->session)
 	{
+		WeirWindowIter iter;
 		WeirWindow *w;
 		List	   *expired = NIL;
 
 		/* sessions end anywhere: look at each (one per open key) */
-		hash_seq_init(&status, store->windows);
-		while ((w = hash_seq_search(&status)) != NULL)
+		weir_window_iter_init(&iter, store);
+		while ((w = weir_window_iter_next(&iter)) != NULL)
 		{
-			if (w->end > watermark)
+			TimestampTz end = *session_end(w);
+
+			if (end > watermark)
 				continue;
-			if (!w->fired)
-			{
-				w->fired = true;
-				w->sink_dirty = true;
-				w->dirty = true;
+			if (fire_one(w))
 				fired++;
-			}
-			if (w->end + lateness <= watermark)
-				expired = lappend(expired, w);
+			if (end + lateness <= watermark)
+				expired = lappend(expired, (void *) slot_table(store)[iter.next_slot - 1]);
 		}
 		foreach(lc, expired)
-			retire(store, lfirst(lc), false);
+		{
+			dsa_pointer dp = (dsa_pointer) lfirst(lc);
+
+			session_unlink(store, dp);
+			retire(store, dp, false);
+		}
 		list_free(expired);
+		maybe_shrink(store);
 		return fired;
 	}
 
-	hash_seq_init(&status, store->buckets);
-	while ((bucket = hash_seq_search(&status)) != NULL)
 	{
-		dlist_mutable_iter iter;
-		bool		expire;
+		Bucket	   *bucket;
 
-		if (bucket->end > watermark)
-			continue;
-		expire = bucket->end + lateness <= watermark;
-		dlist_foreach_modify(iter, &bucket->windows)
+		hash_seq_init(&status, store->buckets);
+		while ((bucket = hash_seq_search(&status)) != NULL)
 		{
-			WeirWindow *w = dlist_container(WeirWindow, bucket_node, iter.cur);
+			bool		expire;
+			dsa_pointer dp;
 
-			if (!w->fired)
+			if (bucket->end > watermark)
+				continue;
+			expire = bucket->end + lateness <= watermark;
+			for (dp = bucket->head; DsaPointerIsValid(dp);)
 			{
-				w->fired = true;
-				w->sink_dirty = true;
-				w->dirty = true;
-				fired++;
+				WeirWindow *w = window_at(store, dp);
+				dsa_pointer next = w->next;
+
+				if (fire_one(w))
+					fired++;
+				if (expire)
+					retire(store, dp, false);
+				dp = next;
 			}
 			if (expire)
-				retire(store, w, false);
+				emptied = lappend(emptied, &bucket->start);
 		}
-		if (expire)
-			emptied = lappend(emptied, &bucket->start);
+		foreach(lc, emptied)
+			hash_search(store->buckets, lfirst(lc), HASH_REMOVE, NULL);
+		if (emptied != NIL)
+			maybe_shrink(store);
+		list_free(emptied);
 	}
-	foreach(lc, emptied)
-		hash_search(store->buckets, lfirst(lc), HASH_REMOVE, NULL);
-	list_free(emptied);
 	return fired;
+}
+
+/* Give memory back after many windows closed. */
+static void
+maybe_shrink(WeirWindowStore *store)
+{
+	WeirStoreRoot *root = store->root;
+	uint32		capacity = root->capacity;
+
+	while (capacity > 1024 && root->used * 8 < capacity)
+		capacity /= 2;
+	if (capacity < root->capacity)
+		(void) resize(store, capacity);
 }
 
 /* After a checkpoint committed what the retired windows still owed. */
@@ -461,4 +647,28 @@ weir_window_forget_retired(WeirWindowStore *store)
 	}
 	list_free(store->retired);
 	store->retired = NIL;
+}
+
+void
+weir_window_iter_init(WeirWindowIter *iter, WeirWindowStore *store)
+{
+	iter->store = store;
+	iter->next_slot = 0;
+}
+
+/* The next live window, or NULL; do not add or remove windows meanwhile. */
+WeirWindow *
+weir_window_iter_next(WeirWindowIter *iter)
+{
+	WeirWindowStore *store = iter->store;
+	dsa_pointer *slots = slot_table(store);
+
+	while (iter->next_slot < store->root->capacity)
+	{
+		dsa_pointer dp = slots[iter->next_slot++];
+
+		if (dp != SLOT_EMPTY && dp != SLOT_DELETED)
+			return window_at(store, dp);
+	}
+	return NULL;
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * window.h
- *	  Open windows of a pipeline: per (key, window start) aggregate states.
+ *	  Open windows of a pipeline, kept in the pipeline's DSA area.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -14,31 +14,51 @@
 #define WEIR_WINDOW_H
 
 #include "datatype/timestamp.h"
-#include "lib/ilist.h"
+#include "utils/dsa.h"
 #include "utils/hsearch.h"
 
 #include "definition.h"
 
-typedef struct WeirWindowKey
-{
-	TimestampTz start;
-	uint32		keylen;
-	const char *key;			/* key image (see worker.c) */
-} WeirWindowKey;
+/* WeirWindow.flags */
+#define WEIR_WINDOW_FIRED		0x01	/* its row is due in (or went to) the sink */
+#define WEIR_WINDOW_DIRTY		0x02	/* state changed since the last checkpoint */
+#define WEIR_WINDOW_SINK_DIRTY	0x04	/* its sink row must be (re)written */
+#define WEIR_WINDOW_PERSISTED	0x08	/* a state row exists in weir.pipeline_state */
 
+/*
+ * One (key, window) in DSA.  Flat and pointer-free but for `next`, a
+ * dsa_pointer, so other backends can read it.  Layout of data[]: the key
+ * image (keylen bytes, padded to 8), then for session windows the end
+ * (TimestampTz), then the aggregate states (plan->state_size bytes).  With
+ * an int8 key and count + sum over int8 that is 24 + 8 + 32 = 64 bytes.
+ */
 typedef struct WeirWindow
 {
-	WeirWindowKey hkey;			/* hash key; must be first */
-	uint32		hash;
-	TimestampTz end;
-	bool		fired;			/* its row has gone to the sink */
-	bool		dirty;			/* state changed since the last checkpoint */
-	bool		sink_dirty;		/* its sink row must be (re)written */
-	bool		persisted;		/* a state row exists in weir.pipeline_state */
-	dlist_node	bucket_node;	/* tumbling, hopping: in its bucket's list */
-	dlist_node	key_node;		/* session: in its key's list of sessions */
-	char		states[FLEXIBLE_ARRAY_MEMBER];	/* plan->state_size bytes */
+	TimestampTz start;
+	dsa_pointer next;			/* in its bucket (by start) or its key's list */
+	uint16		keylen;
+	uint8		flags;
+	uint8		pad;
+	uint32		hash;			/* of (start, key) */
+	char		data[FLEXIBLE_ARRAY_MEMBER];
 } WeirWindow;
+
+/*
+ * The root of a store, in DSA: what a reader in another backend needs to
+ * walk it.  `slots` is an open-addressing table of dsa_pointers to windows
+ * (0: empty, 1: deleted).  Written only by the worker, under the pipeline
+ * slot's lock held exclusively; readers hold it shared.
+ */
+typedef struct WeirStoreRoot
+{
+	dsa_pointer slots;			/* dsa_pointer[capacity] */
+	uint32		capacity;		/* a power of 2 */
+	uint32		used;			/* live windows */
+	uint32		deleted;		/* slots marked deleted */
+	uint32		state_size;		/* bytes of aggregate state per window */
+	bool		session;		/* windows carry their own end */
+	int64		bytes;			/* accounted: windows and the slot table */
+} WeirStoreRoot;
 
 /* A window that left memory, with what its checkpoint must still do */
 typedef struct WeirRetired
@@ -57,15 +77,25 @@ typedef struct WeirWindowStore
 {
 	MemoryContext cxt;
 	WeirPlan   *plan;
-	HTAB	   *windows;		/* WeirWindow by (start, key) */
-	HTAB	   *buckets;		/* windows by start, for firing in order */
-	HTAB	   *sessions;		/* session windows by key */
+	dsa_area   *area;
+	dsa_pointer root_dp;
+	WeirStoreRoot *root;
+	int64		limit;			/* bytes; allocation beyond it fails */
+	bool		out_of_memory;	/* an allocation failed: stop */
+	HTAB	   *buckets;		/* tumbling, hopping: window lists by start */
+	HTAB	   *sessions;		/* session: window lists by key */
 	List	   *retired;		/* WeirRetired *, until the next checkpoint */
-	int64		nwindows;
-	int64		bytes;			/* accounted memory of windows and keys */
 } WeirWindowStore;
 
-extern WeirWindowStore *weir_window_store_create(WeirPlan *plan, MemoryContext parent);
+/* Iterating over the windows of a store */
+typedef struct WeirWindowIter
+{
+	WeirWindowStore *store;
+	uint32		next_slot;
+} WeirWindowIter;
+
+extern WeirWindowStore *weir_window_store_create(WeirPlan *plan, dsa_area *area,
+												 int64 limit, MemoryContext parent);
 extern WeirWindow *weir_window_lookup(WeirWindowStore *store, TimestampTz start,
 									  TimestampTz end, const char *key,
 									  uint32 keylen, bool *created);
@@ -77,6 +107,11 @@ extern int	weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *star
 extern int64 weir_window_fire(WeirWindowStore *store, TimestampTz watermark,
 							  int64 lateness, bool emit_updates);
 extern void weir_window_forget_retired(WeirWindowStore *store);
+extern void weir_window_iter_init(WeirWindowIter *iter, WeirWindowStore *store);
+extern WeirWindow *weir_window_iter_next(WeirWindowIter *iter);
+
+extern TimestampTz weir_window_end(WeirStoreRoot *root, WeirPlan *plan, WeirWindow *w);
+extern char *weir_window_states(WeirStoreRoot *root, WeirWindow *w);
 
 #define WEIR_MAX_HOPS 64		/* windows a record may fall in (size / slide) */
 

@@ -61,11 +61,18 @@
 
 static WeirWorker *worker = NULL;
 
+static void stop_out_of_memory(WeirWorker *w) pg_attribute_noreturn();
+
 static void
 worker_detach(int code, Datum arg)
 {
 	WeirPipelineSlot *slot = (WeirPipelineSlot *) DatumGetPointer(arg);
 
+	LWLockReleaseAll();
+	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+	slot->area = DSM_HANDLE_INVALID;
+	slot->root = InvalidDsaPointer;
+	LWLockRelease(&slot->lock);
 	SpinLockAcquire(&slot->mutex);
 	slot->pid = 0;
 	slot->latch = NULL;
@@ -298,12 +305,16 @@ apply_batch(WeirWorker *w, int32 part)
 
 			if (win)
 			{
+				char	   *states = weir_window_states(w->store->root, win);
+
 				for (int i = 0; i < plan->naggs; i++)
-					weir_agg_accum(&plan->aggs[i], win->states, values[i], nulls[i]);
-				if (win->fired || w->emit_updates)
-					win->sink_dirty = true;
+					weir_agg_accum(&plan->aggs[i], states, values[i], nulls[i]);
+				if ((win->flags & WEIR_WINDOW_FIRED) || w->emit_updates)
+					win->flags |= WEIR_WINDOW_SINK_DIRTY;
 				placed = true;
 			}
+			else if (w->store->out_of_memory)
+				return;
 		}
 		else
 			nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
@@ -316,11 +327,17 @@ apply_batch(WeirWorker *w, int32 part)
 			if (end + w->lateness <= w->watermark)
 				continue;		/* this window has closed for good */
 			win = weir_window_lookup(w->store, starts[s], end, key, r->keylen, &created);
-			for (int i = 0; i < plan->naggs; i++)
-				weir_agg_accum(&plan->aggs[i], win->states, values[i], nulls[i]);
-			win->dirty = true;
-			if (win->fired || w->emit_updates)
-				win->sink_dirty = true;
+			if (win == NULL)
+				return;			/* out of state memory: the caller stops */
+			{
+				char	   *states = weir_window_states(w->store->root, win);
+
+				for (int i = 0; i < plan->naggs; i++)
+					weir_agg_accum(&plan->aggs[i], states, values[i], nulls[i]);
+			}
+			win->flags |= WEIR_WINDOW_DIRTY;
+			if ((win->flags & WEIR_WINDOW_FIRED) || w->emit_updates)
+				win->flags |= WEIR_WINDOW_SINK_DIRTY;
 			placed = true;
 		}
 		if (!placed)
@@ -390,7 +407,11 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 		weir_reader_scan_each(rel, part, start, bound, WEIR_BATCH_ROWS, snapshot,
 							  eval_row_guarded, w, &last);
 	}
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	apply_batch(w, part);
+	LWLockRelease(&w->slot->lock);
+	if (w->store->out_of_memory)
+		stop_out_of_memory(w);
 	w->pos[part] = last;
 	return w->nbatch;
 }
@@ -462,8 +483,8 @@ publish(WeirWorker *w, int64 lag)
 {
 	SpinLockAcquire(&w->slot->mutex);
 	w->slot->watermark = w->watermark;
-	w->slot->windows = w->store->nwindows;
-	w->slot->state_bytes = w->store->bytes;
+	w->slot->windows = w->store->root->used;
+	w->slot->state_bytes = w->store->root->bytes;
 	w->slot->lag_rows = lag;
 	SpinLockRelease(&w->slot->mutex);
 }
@@ -531,13 +552,13 @@ run(WeirWorker *w)
 		pgstat_report_activity(STATE_RUNNING, "weir: reading");
 		got = read_round(w, now, &lag, &caught_up);
 		advance_watermark(w, now);
+		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 		if (weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates) > 0 ||
 			w->store->retired != NIL)
 			w->changed = true;
+		LWLockRelease(&w->slot->lock);
 		if (got > 0)
 			w->changed = true;
-		if (w->store->bytes > w->row.max_state_memory)
-			stop_out_of_memory(w);
 
 		/* due, with something to write; or asked for, once caught up */
 		checkpoint = (now >= w->next_checkpoint && w->changed) ||
@@ -625,7 +646,11 @@ setup(int32 id)
 	for (int p = 0; p < w->partitions; p++)
 		w->last_data_at[p] = weir_clock_now();
 	w->watermark = DT_NOBEGIN;
-	w->store = weir_window_store_create(w->plan, cxt);
+	w->area = dsa_create(weir_shmem()->state_tranche);
+	dsa_pin_mapping(w->area);
+	/* a hard stop a little above the accounted limit, for safety */
+	dsa_set_size_limit(w->area, w->row.max_state_memory + w->row.max_state_memory / 4 + 4 * 1024 * 1024);
+	w->store = weir_window_store_create(w->plan, w->area, w->row.max_state_memory, cxt);
 	init_expressions(w);
 	end_round();
 	MemoryContextSwitchTo(cxt);
@@ -670,6 +695,10 @@ weir_worker_main(Datum main_arg)
 
 	worker = setup(id);
 	worker->slot = slot;
+	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+	slot->area = dsa_get_handle(worker->area);
+	slot->root = worker->store->root_dp;
+	LWLockRelease(&slot->lock);
 	errcallback.callback = worker_error_context;
 	errcallback.arg = worker;
 	errcallback.previous = error_context_stack;

@@ -71,6 +71,7 @@ typedef struct WeirWorker
 	bool		emit_updates;
 
 	WeirWindowStore *store;
+	dsa_area   *area;			/* the pipeline's state, in DSA */
 
 	/* expression evaluation against a slot of the topic table */
 	EState	   *estate;

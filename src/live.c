@@ -1,0 +1,179 @@
+/*-------------------------------------------------------------------------
+ *
+ * live.c
+ *	  weir.live_state(): the open windows of a running pipeline, read from
+ *	  its worker's DSA area by another backend.
+ *
+ * The reader attaches to the area whose handle the pipeline slot
+ * publishes, holds the slot's lock shared (the worker holds it exclusively
+ * while it applies a batch, fires windows or checkpoints), copies the
+ * windows out, releases the lock, detaches, and only then decodes keys and
+ * computes aggregate values with the pipeline's plan.  What it returns is
+ * consistent as of a batch boundary; it may be ahead of the last
+ * checkpoint (weir.pipeline_state holds the committed state).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/live.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/dsa.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "aggregate.h"
+#include "catalog_pipeline.h"
+#include "definition.h"
+#include "shmem.h"
+#include "window.h"
+#include "worker.h"
+
+typedef struct Copied
+{
+	TimestampTz start;
+	TimestampTz end;
+	uint8		flags;
+	char	   *key;
+	char	   *states;
+} Copied;
+
+/*
+ * weir.live_state(pipeline text) RETURNS TABLE (key text, window_start
+ *		timestamptz, window_end timestamptz, fired boolean, aggregates jsonb)
+ */
+PG_FUNCTION_INFO_V1(weir_live_state);
+Datum
+weir_live_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	WeirPipelineRow row;
+	WeirPipelineSlot *slot;
+	WeirWindowing windowing;
+	WeirPlan   *plan;
+	dsa_area   *area;
+	WeirStoreRoot *root;
+	Copied	   *copies = NULL;
+	uint32		ncopies = 0;
+	Datum	   *keyvals;
+
+	if (!weir_catalog_pipeline_by_name(name, &row))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" does not exist", name)));
+	if (!has_privs_of_role(GetUserId(), row.owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of pipeline \"%s\" to read its state", name)));
+	weir_definition_windowing(row.windowing, &windowing);
+	plan = weir_definition_plan(row.source, row.key, row.event_time, row.aggregates,
+								row.filter, &windowing);
+	InitMaterializedSRF(fcinfo, 0);
+
+	slot = weir_shmem_pipeline(row.id, false);
+	if (slot == NULL)
+		return (Datum) 0;
+	LWLockAcquire(&slot->lock, LW_SHARED);
+	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root))
+	{
+		LWLockRelease(&slot->lock);
+		return (Datum) 0;		/* not running: weir.pipeline_state has it */
+	}
+	area = dsa_attach(slot->area);
+	root = dsa_get_address(area, slot->root);
+	if (root->state_size == plan->state_size)
+	{
+		dsa_pointer *slots = dsa_get_address(area, root->slots);
+
+		copies = palloc(sizeof(Copied) * Max(root->used, 1));
+		for (uint32 i = 0; i < root->capacity && ncopies < root->used; i++)
+		{
+			WeirWindow *w;
+			Copied	   *c;
+
+			if (slots[i] == InvalidDsaPointer || slots[i] == (dsa_pointer) 1)
+				continue;
+			w = dsa_get_address(area, slots[i]);
+			c = &copies[ncopies++];
+			c->start = w->start;
+			c->end = weir_window_end(root, plan, w);
+			c->flags = w->flags;
+			c->key = palloc(w->keylen);
+			memcpy(c->key, w->data, w->keylen);
+			c->states = palloc(plan->state_size);
+			memcpy(c->states, weir_window_states(root, w), plan->state_size);
+		}
+	}
+	LWLockRelease(&slot->lock);
+	dsa_detach(area);
+
+	keyvals = palloc(sizeof(Datum) * plan->nkeys);
+	for (uint32 i = 0; i < ncopies; i++)
+	{
+		Copied	   *c = &copies[i];
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+		StringInfoData key;
+		JsonbParseState *state = NULL;
+		JsonbValue *result;
+
+		weir_checkpoint_decode_key(plan, c->key, keyvals);
+		initStringInfo(&key);
+		for (int k = 0; k < plan->nkeys; k++)
+		{
+			Oid			out;
+			bool		varlena;
+
+			getTypeOutputInfo(plan->keys[k].type, &out, &varlena);
+			appendStringInfo(&key, "%s%s", k > 0 ? ", " : "",
+							 OidOutputFunctionCall(out, keyvals[k]));
+		}
+		pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+		for (int a = 0; a < plan->naggs; a++)
+		{
+			JsonbValue	jk;
+			JsonbValue	jv;
+			bool		isnull;
+			Datum		v = weir_agg_final(&plan->aggs[a], c->states, &isnull);
+
+			jk.type = jbvString;
+			jk.val.string.val = plan->aggs[a].name;
+			jk.val.string.len = strlen(plan->aggs[a].name);
+			pushJsonbValue(&state, WJB_KEY, &jk);
+			if (isnull)
+				jv.type = jbvNull;
+			else
+			{
+				Oid			out;
+				bool		varlena;
+				char	   *text;
+
+				getTypeOutputInfo(plan->aggs[a].resulttype, &out, &varlena);
+				text = OidOutputFunctionCall(out, v);
+				jv.type = jbvString;
+				jv.val.string.val = text;
+				jv.val.string.len = strlen(text);
+			}
+			pushJsonbValue(&state, WJB_VALUE, &jv);
+		}
+		result = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+
+		values[0] = CStringGetTextDatum(key.data);
+		values[1] = TimestampTzGetDatum(c->start);
+		values[2] = TimestampTzGetDatum(c->end);
+		values[3] = BoolGetDatum((c->flags & WEIR_WINDOW_FIRED) != 0);
+		values[4] = JsonbPGetDatum(JsonbValueToJsonb(result));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
