@@ -22,10 +22,16 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
+#include "nodes/execnodes.h"
+#include "nodes/makefuncs.h"
 #include "common/int128.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/float.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 
 #include "aggregate.h"
@@ -125,6 +131,7 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 				break;
 			}
 		case WEIR_AGG_COUNT_STAR:
+		case WEIR_AGG_GENERIC:
 			break;
 	}
 	(*n)++;
@@ -134,9 +141,16 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 void
 weir_agg_combine(WeirAggSpec *agg, char *into, char *from)
 {
-	int64	   *n_into = state_n(agg, into);
-	int64		n_from = *state_n(agg, from);
+	int64	   *n_into;
+	int64		n_from;
 
+	if (agg->kind == WEIR_AGG_GENERIC)
+	{
+		weir_agg_generic_combine(agg, into, from);
+		return;
+	}
+	n_into = state_n(agg, into);
+	n_from = *state_n(agg, from);
 	if (n_from == 0)
 		return;
 	switch (agg->kind)
@@ -159,6 +173,8 @@ weir_agg_combine(WeirAggSpec *agg, char *into, char *from)
 		case WEIR_AGG_SUM_FLOAT8:
 		case WEIR_AGG_AVG_FLOAT8:
 			*(float8 *) state_value(agg, into) += *(float8 *) state_value(agg, from);
+			break;
+		case WEIR_AGG_GENERIC:
 			break;
 		case WEIR_AGG_MIN:
 		case WEIR_AGG_MAX:
@@ -203,8 +219,11 @@ int128_numeric(int128 value)
 Datum
 weir_agg_final(WeirAggSpec *agg, char *states, bool *isnull)
 {
-	int64		n = *state_n(agg, states);
+	int64		n;
 
+	if (agg->kind == WEIR_AGG_GENERIC)
+		return weir_agg_generic_final(agg, states, isnull);
+	n = *state_n(agg, states);
 	*isnull = false;
 	switch (agg->kind)
 	{
@@ -249,4 +268,358 @@ weir_agg_final(WeirAggSpec *agg, char *states, bool *isnull)
 			elog(ERROR, "unrecognized aggregate kind: %d", agg->kind);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * The generic path: any aggregate whose state PostgreSQL can combine and
+ * serialise, driven by its pg_aggregate entry (definition.c plan_generic).
+ * Its state cannot be flat: it lives in this worker's memory, in a small
+ * memory context of its own per (window, aggregate), and the window's 8
+ * state bytes hold a pointer to it.  Transition, combine, serialise and
+ * final functions are called as nodeAgg calls them, with a WindowAggState
+ * as the aggregate context, so that AggCheckCallContext() gives them the
+ * state's memory context.  Checkpoints store the serialised state.
+ */
+typedef struct WeirGenericState
+{
+	MemoryContext cxt;			/* holds this struct and the state */
+	Datum		value;
+	bool		isnull;
+} WeirGenericState;
+
+static MemoryContext generic_parent = NULL;
+static WindowAggState *agg_context = NULL;
+
+static WeirGenericState **
+generic_slot(WeirAggSpec *agg, char *states)
+{
+	return (WeirGenericState **) (states + agg->offset);
+}
+
+static Node *
+context_for(MemoryContext cxt)
+{
+	if (agg_context == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		agg_context = makeNode(WindowAggState);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	agg_context->curaggcontext = cxt;
+	return (Node *) agg_context;
+}
+
+static WeirGenericState *
+generic_state(WeirAggSpec *agg, char *states)
+{
+	WeirGenericState **slot = generic_slot(agg, states);
+
+	if (*slot == NULL)
+	{
+		MemoryContext cxt;
+		WeirGenericState *gs;
+
+		if (generic_parent == NULL)
+			generic_parent = AllocSetContextCreate(TopMemoryContext,
+												   "weir aggregate states",
+												   ALLOCSET_DEFAULT_SIZES);
+		cxt = AllocSetContextCreate(generic_parent, "weir aggregate state",
+									ALLOCSET_SMALL_SIZES);
+		gs = MemoryContextAllocZero(cxt, sizeof(WeirGenericState));
+		gs->cxt = cxt;
+		gs->isnull = !agg->has_initval;
+		if (agg->has_initval)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+			gs->value = datumCopy(agg->initval, agg->transtypebyval, agg->transtypelen);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		*slot = gs;
+	}
+	return *slot;
+}
+
+/* Keep a new transition value, copying it into the state's context. */
+static void
+keep_value(WeirAggSpec *agg, WeirGenericState *gs, Datum value, bool isnull)
+{
+	if (!isnull && !agg->transtypebyval && agg->transtype != INTERNALOID &&
+		DatumGetPointer(value) != DatumGetPointer(gs->value) &&
+		!MemoryContextContains(gs->cxt, DatumGetPointer(value)))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(gs->cxt);
+
+		value = datumCopy(value, false, agg->transtypelen);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	gs->value = value;
+	gs->isnull = isnull;
+}
+
+void
+weir_agg_generic_accum(WeirAggSpec *agg, char *states, Datum *args, bool *nulls)
+{
+	WeirGenericState *gs = generic_state(agg, states);
+	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+	Datum		value;
+
+	if (agg->transfn.fn_strict)
+	{
+		for (int j = 0; j < agg->nargs; j++)
+			if (nulls[j])
+				return;
+		if (gs->isnull)
+		{
+			/* as nodeAgg: the first input becomes the state (copied) */
+			keep_value(agg, gs, args[0], false);
+			return;
+		}
+	}
+	InitFunctionCallInfoData(*fcinfo, &agg->transfn, agg->nargs + 1, InvalidOid,
+							 context_for(gs->cxt), NULL);
+	fcinfo->args[0].value = gs->value;
+	fcinfo->args[0].isnull = gs->isnull;
+	for (int j = 0; j < agg->nargs; j++)
+	{
+		fcinfo->args[j + 1].value = args[j];
+		fcinfo->args[j + 1].isnull = nulls[j];
+	}
+	value = FunctionCallInvoke(fcinfo);
+	keep_value(agg, gs, value, fcinfo->isnull);
+}
+
+/* The state serialised: serialfn for internal states, send otherwise. */
+static bytea *
+generic_serialize(WeirAggSpec *agg, WeirGenericState *gs)
+{
+	if (agg->transtype == INTERNALOID)
+	{
+		LOCAL_FCINFO(fcinfo, 1);
+		Datum		result;
+
+		InitFunctionCallInfoData(*fcinfo, &agg->serialfn, 1, InvalidOid,
+								 context_for(gs->cxt), NULL);
+		fcinfo->args[0].value = gs->value;
+		fcinfo->args[0].isnull = false;
+		result = FunctionCallInvoke(fcinfo);
+		return DatumGetByteaPP(result);
+	}
+	else
+	{
+		Oid			send;
+		bool		varlena;
+
+		getTypeBinaryOutputInfo(agg->transtype, &send, &varlena);
+		return OidSendFunctionCall(send, gs->value);
+	}
+}
+
+static void
+generic_deserialize_into(WeirAggSpec *agg, WeirGenericState *gs, bytea *data)
+{
+	Datum		value;
+
+	if (agg->transtype == INTERNALOID)
+	{
+		LOCAL_FCINFO(fcinfo, 2);
+
+		InitFunctionCallInfoData(*fcinfo, &agg->deserialfn, 2, InvalidOid,
+								 context_for(gs->cxt), NULL);
+		fcinfo->args[0].value = PointerGetDatum(data);
+		fcinfo->args[0].isnull = false;
+		fcinfo->args[1].value = (Datum) 0;
+		fcinfo->args[1].isnull = false;
+		value = FunctionCallInvoke(fcinfo);
+	}
+	else
+	{
+		Oid			recv;
+		Oid			ioparam;
+		StringInfoData buf;
+
+		getTypeBinaryInputInfo(agg->transtype, &recv, &ioparam);
+		buf.data = VARDATA_ANY(data);
+		buf.len = VARSIZE_ANY_EXHDR(data);
+		buf.maxlen = buf.len;
+		buf.cursor = 0;
+		value = OidReceiveFunctionCall(recv, &buf, ioparam, -1);
+	}
+	keep_value(agg, gs, value, false);
+}
+
+void
+weir_agg_generic_combine(WeirAggSpec *agg, char *into, char *from)
+{
+	WeirGenericState *src = *generic_slot(agg, from);
+	WeirGenericState *dst;
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		value;
+
+	if (src == NULL || src->isnull)
+		return;
+	dst = generic_state(agg, into);
+	if (dst->isnull && agg->combinefn.fn_strict)
+	{
+		generic_deserialize_into(agg, dst, generic_serialize(agg, src));
+		return;
+	}
+	InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, InvalidOid,
+							 context_for(dst->cxt), NULL);
+	fcinfo->args[0].value = dst->value;
+	fcinfo->args[0].isnull = dst->isnull;
+	fcinfo->args[1].value = src->value;
+	fcinfo->args[1].isnull = false;
+	value = FunctionCallInvoke(fcinfo);
+	keep_value(agg, dst, value, fcinfo->isnull);
+}
+
+/*
+ * The aggregate's result, in the caller's memory context.  A final
+ * function that may modify its state works on a copy, since late records
+ * and merging sessions may still update the window.
+ */
+Datum
+weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull)
+{
+	WeirGenericState *gs = *generic_slot(agg, states);
+	WeirGenericState *use = gs;
+	MemoryContext copy_cxt = NULL;
+	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+	Datum		result;
+	int16		len;
+	bool		byval;
+
+	if (gs == NULL || (gs->isnull && agg->finalfn.fn_oid != InvalidOid && agg->finalfn.fn_strict))
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	if (agg->finalfn.fn_oid == InvalidOid)
+	{
+		*isnull = gs->isnull;
+		return gs->isnull ? (Datum) 0 :
+			datumCopy(gs->value, agg->transtypebyval, agg->transtypelen);
+	}
+	if (agg->finalmodify != AGGMODIFY_READ_ONLY && !gs->isnull)
+	{
+		copy_cxt = AllocSetContextCreate(CurrentMemoryContext, "weir final copy",
+										 ALLOCSET_SMALL_SIZES);
+		use = MemoryContextAllocZero(copy_cxt, sizeof(WeirGenericState));
+		use->cxt = copy_cxt;
+		generic_deserialize_into(agg, use, generic_serialize(agg, gs));
+	}
+	InitFunctionCallInfoData(*fcinfo, &agg->finalfn, agg->finalextra ? agg->nargs + 1 : 1,
+							 InvalidOid, context_for(use->cxt), NULL);
+	fcinfo->args[0].value = use->value;
+	fcinfo->args[0].isnull = use->isnull;
+	for (int j = 1; j < fcinfo->nargs; j++)
+	{
+		fcinfo->args[j].value = (Datum) 0;
+		fcinfo->args[j].isnull = true;
+	}
+	result = FunctionCallInvoke(fcinfo);
+	*isnull = fcinfo->isnull;
+	get_typlenbyval(agg->resulttype, &len, &byval);
+	if (!*isnull)
+		result = datumCopy(result, byval, len);
+	if (copy_cxt)
+		MemoryContextDelete(copy_cxt);
+	return result;
+}
+
+/* Free the local states of a window's generic aggregates. */
+void
+weir_agg_free_generic(WeirPlan *plan, char *states)
+{
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		WeirGenericState **slot;
+
+		if (plan->aggs[i].kind != WEIR_AGG_GENERIC)
+			continue;
+		slot = generic_slot(&plan->aggs[i], states);
+		if (*slot)
+			MemoryContextDelete((*slot)->cxt);
+		*slot = NULL;
+	}
+}
+
+/*
+ * A window's states as stored in a checkpoint: the flat bytes, then for
+ * each generic aggregate an int32 length (-1: null state) and its
+ * serialised state.
+ */
+bytea *
+weir_agg_states_image(WeirPlan *plan, char *states)
+{
+	StringInfoData buf;
+	bytea	   *image;
+
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, states, plan->state_size);
+	for (int i = 0; i < plan->naggs && plan->has_generic; i++)
+	{
+		WeirAggSpec *agg = &plan->aggs[i];
+		WeirGenericState *gs;
+		int32		len = -1;
+
+		if (agg->kind != WEIR_AGG_GENERIC)
+			continue;
+		gs = *generic_slot(agg, states);
+		if (gs && !gs->isnull)
+		{
+			bytea	   *data = generic_serialize(agg, gs);
+
+			len = VARSIZE_ANY_EXHDR(data);
+			appendBinaryStringInfo(&buf, (char *) &len, sizeof(int32));
+			appendBinaryStringInfo(&buf, VARDATA_ANY(data), len);
+		}
+		else
+			appendBinaryStringInfo(&buf, (char *) &len, sizeof(int32));
+	}
+	image = palloc(VARHDRSZ + buf.len);
+	SET_VARSIZE(image, VARHDRSZ + buf.len);
+	memcpy(VARDATA(image), buf.data, buf.len);
+	pfree(buf.data);
+	return image;
+}
+
+/* The reverse of weir_agg_states_image(); false if the image is malformed. */
+bool
+weir_agg_states_restore(WeirPlan *plan, char *states, const char *image, Size len)
+{
+	const char *p = image + plan->state_size;
+	const char *end = image + len;
+
+	if (len < plan->state_size)
+		return false;
+	memcpy(states, image, plan->state_size);
+	for (int i = 0; i < plan->naggs && plan->has_generic; i++)
+	{
+		WeirAggSpec *agg = &plan->aggs[i];
+		int32		n;
+
+		if (agg->kind != WEIR_AGG_GENERIC)
+			continue;
+		*generic_slot(agg, states) = NULL;
+		if (p + sizeof(int32) > end)
+			return false;
+		memcpy(&n, p, sizeof(int32));
+		p += sizeof(int32);
+		if (n >= 0)
+		{
+			bytea	   *data;
+
+			if (p + n > end)
+				return false;
+			data = palloc(VARHDRSZ + n);
+			SET_VARSIZE(data, VARHDRSZ + n);
+			memcpy(VARDATA(data), p, n);
+			p += n;
+			generic_deserialize_into(agg, generic_state(agg, states), data);
+		}
+	}
+	return p == end;
 }

@@ -260,8 +260,12 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 			column_add(&sstarts, TimestampTzGetDatum(win->start), false);
 			column_add(&sends, TimestampTzGetDatum(end), false);
 			column_add(&sfired, BoolGetDatum((win->flags & WEIR_WINDOW_FIRED) != 0), false);
-			column_add(&sstates, PointerGetDatum(make_bytea(states, plan->state_size)), false);
-			bytes += win->keylen + plan->state_size;
+			{
+				bytea	   *image = weir_agg_states_image(plan, states);
+
+				column_add(&sstates, PointerGetDatum(image), false);
+				bytes += win->keylen + VARSIZE_ANY_EXHDR(image);
+			}
 			win->flags &= ~WEIR_WINDOW_DIRTY;
 			win->flags |= WEIR_WINDOW_PERSISTED;
 		}
@@ -399,13 +403,14 @@ restore_window(void *arg, bytea *key, TimestampTz start, TimestampTz end,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("checkpoint of pipeline \"%s\" does not fit in its max_state_memory", w->row.name),
 				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
-	if (!created || VARSIZE_ANY_EXHDR(state) != w->plan->state_size)
+	if (!created ||
+		!weir_agg_states_restore(w->plan, weir_window_states(w->store->root, win),
+								 VARDATA_ANY(state), VARSIZE_ANY_EXHDR(state)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("corrupted checkpoint of pipeline \"%s\": bad state row",
 						w->row.name),
 				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
-	memcpy(weir_window_states(w->store->root, win), VARDATA_ANY(state), w->plan->state_size);
 	win->flags = WEIR_WINDOW_PERSISTED | (fired ? WEIR_WINDOW_FIRED : 0);
 }
 

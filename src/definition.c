@@ -35,12 +35,14 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
+#include "parser/parse_agg.h"
 #include "parser/parse_coerce.h"
 #include "parser/parser.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "definition.h"
@@ -297,9 +299,76 @@ agg_state_size(WeirAggKind kind)
 		case WEIR_AGG_SUM_INT:
 		case WEIR_AGG_AVG_INT:
 			return 24;
+		case WEIR_AGG_GENERIC:
+			return 8;			/* a pointer to worker-local state */
 		default:
 			return 16;
 	}
+}
+
+/*
+ * Set up the catalog-driven path for an aggregate weir has no fast path for:
+ * its state must be combinable (session windows merge) and, if internal,
+ * serialisable (checkpoints store it).
+ */
+static void
+plan_generic(WeirAggSpec *a, Aggref *aggref)
+{
+	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggref->aggfnoid));
+	Form_pg_aggregate agg;
+	bool		isnull;
+	Datum		initval;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggref->aggfnoid);
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	if (!OidIsValid(agg->aggcombinefn))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s cannot be kept in a window: it has no combine function",
+						format_procedure(aggref->aggfnoid)),
+				 errdetail("Window state must be combinable and serialisable.")));
+	{
+		Oid			inputs[FUNC_MAX_ARGS];
+		int			ninputs = get_aggregate_argtypes(aggref, inputs);
+
+		/* Aggref.aggtranstype is only set by the planner */
+		a->transtype = resolve_aggregate_transtype(aggref->aggfnoid, agg->aggtranstype,
+												   inputs, ninputs);
+	}
+	if (a->transtype == INTERNALOID &&
+		(!OidIsValid(agg->aggserialfn) || !OidIsValid(agg->aggdeserialfn)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s cannot be kept in a window: its state cannot be serialised",
+						format_procedure(aggref->aggfnoid)),
+				 errdetail("Checkpoints store window state, which needs serialize and deserialize functions.")));
+	get_typlenbyval(a->transtype, &a->transtypelen, &a->transtypebyval);
+	fmgr_info(agg->aggtransfn, &a->transfn);
+	fmgr_info(agg->aggcombinefn, &a->combinefn);
+	a->serialfn.fn_oid = InvalidOid;
+	a->deserialfn.fn_oid = InvalidOid;
+	if (a->transtype == INTERNALOID)
+	{
+		fmgr_info(agg->aggserialfn, &a->serialfn);
+		fmgr_info(agg->aggdeserialfn, &a->deserialfn);
+	}
+	a->finalfn.fn_oid = InvalidOid;
+	if (OidIsValid(agg->aggfinalfn))
+		fmgr_info(agg->aggfinalfn, &a->finalfn);
+	a->finalextra = agg->aggfinalextra;
+	a->finalmodify = agg->aggfinalmodify;
+	initval = SysCacheGetAttr(AGGFNOID, tup, Anum_pg_aggregate_agginitval, &isnull);
+	a->has_initval = !isnull;
+	if (!isnull)
+	{
+		Oid			input;
+		Oid			ioparam;
+
+		getTypeInputInfo(a->transtype, &input, &ioparam);
+		a->initval = OidInputFunctionCall(input, TextDatumGetCString(initval), ioparam, -1);
+	}
+	ReleaseSysCache(tup);
 }
 
 static void
@@ -338,19 +407,25 @@ plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
 					 errmsg("aggregate \"%s\" has a FILTER clause, which is not supported", a->name),
 					 errhint("Use the pipeline's filter argument.")));
 		kind = agg_kind(aggref->aggfnoid);
-		if (kind < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("aggregate %s is not supported", format_procedure(aggref->aggfnoid)),
-					 errdetail("This version keeps count, and sum, min, max and avg over integers, float8 and timestamptz (min and max)."),
-					 errhint("Cast the argument, for example sum(amount::bigint).")));
-		a->kind = (WeirAggKind) kind;
-		if (aggref->args)
+		a->kind = kind < 0 ? WEIR_AGG_GENERIC : (WeirAggKind) kind;
+		if (a->kind == WEIR_AGG_GENERIC)
+			plan_generic(a, aggref);
+		a->nargs = list_length(aggref->args);
+		a->args = palloc0(sizeof(Expr *) * Max(a->nargs, 1));
+		a->argoffset = plan->nargs;
+		plan->nargs += a->nargs;
+		for (int j = 0; j < a->nargs; j++)
 		{
-			a->arg = linitial_node(TargetEntry, aggref->args)->expr;
-			a->argtype = exprType((Node *) a->arg);
-			refuse_volatile((Node *) a->arg, "aggregates");
+			a->args[j] = list_nth_node(TargetEntry, aggref->args, j)->expr;
+			refuse_volatile((Node *) a->args[j], "aggregates");
 		}
+		if (a->nargs > 0)
+		{
+			a->arg = a->args[0];
+			a->argtype = exprType((Node *) a->arg);
+		}
+		if (a->kind == WEIR_AGG_GENERIC)
+			plan->has_generic = true;
 		a->resulttype = aggref->aggtype;
 		a->resulttypmod = -1;
 		a->offset = offset;

@@ -14,6 +14,7 @@
 #define WEIR_DEFINITION_H
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "nodes/primnodes.h"
 
 typedef enum WeirWindowKind
@@ -32,18 +33,36 @@ typedef enum WeirAggKind
 	WEIR_AGG_MIN,				/* by-value ordered types */
 	WEIR_AGG_MAX,
 	WEIR_AGG_AVG_INT,			/* int2, int4, int8 -> numeric */
-	WEIR_AGG_AVG_FLOAT8
+	WEIR_AGG_AVG_FLOAT8,
+	WEIR_AGG_GENERIC			/* any aggregate, through its catalog entry */
 } WeirAggKind;
 
 typedef struct WeirAggSpec
 {
 	WeirAggKind kind;
 	char	   *name;			/* sink column */
-	Expr	   *arg;			/* NULL for count(*) */
+	Expr	   *arg;			/* first argument; NULL for count(*) */
 	Oid			argtype;
+	int			nargs;
+	Expr	  **args;			/* [nargs] */
+	int			argoffset;		/* into a row's evaluated arguments */
 	Oid			resulttype;
 	int32		resulttypmod;
 	int			offset;			/* bytes into a window's aggregate states */
+
+	/* WEIR_AGG_GENERIC: pg_aggregate's functions, looked up per process */
+	FmgrInfo	transfn;
+	FmgrInfo	combinefn;
+	FmgrInfo	serialfn;		/* fn_oid InvalidOid: not internal */
+	FmgrInfo	deserialfn;
+	FmgrInfo	finalfn;		/* fn_oid InvalidOid: none */
+	Oid			transtype;
+	int16		transtypelen;
+	bool		transtypebyval;
+	bool		has_initval;
+	Datum		initval;
+	bool		finalextra;
+	char		finalmodify;
 } WeirAggSpec;
 
 typedef struct WeirKeySpec
@@ -75,6 +94,8 @@ typedef struct WeirPlan
 	int			naggs;
 	WeirAggSpec *aggs;
 	Size		state_size;		/* bytes of aggregate state per window */
+	int			nargs;			/* evaluated arguments per row, all aggregates */
+	bool		has_generic;	/* some aggregate keeps a state in local memory */
 	WeirWindowing windowing;
 } WeirPlan;
 

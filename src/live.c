@@ -144,7 +144,12 @@ weir_live_state(PG_FUNCTION_ARGS)
 			JsonbValue	jk;
 			JsonbValue	jv;
 			bool		isnull;
-			Datum		v = weir_agg_final(&plan->aggs[a], c->states, &isnull);
+			/* generic states live in the worker's own memory: not readable here */
+			Datum		v = plan->aggs[a].kind == WEIR_AGG_GENERIC ? (Datum) 0 :
+				weir_agg_final(&plan->aggs[a], c->states, &isnull);
+
+			if (plan->aggs[a].kind == WEIR_AGG_GENERIC)
+				isnull = true;
 
 			jk.type = jbvString;
 			jk.val.string.val = plan->aggs[a].name;

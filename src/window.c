@@ -382,7 +382,7 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 	bool		persisted = (w->flags & WEIR_WINDOW_PERSISTED) != 0;
 	bool		sink_dirty = !merged && (w->flags & WEIR_WINDOW_SINK_DIRTY) != 0;
 
-	if (persisted || sink_dirty || (merged && fired))
+	if (persisted || sink_dirty || (merged && fired) || store->plan->has_generic)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(store->cxt);
 		WeirRetired *r = palloc0(sizeof(WeirRetired));
@@ -395,8 +395,9 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 		r->delete_state = persisted;
 		r->write_sink = sink_dirty;
 		r->retract_sink = merged && fired;
-		if (r->write_sink)
+		if (r->write_sink || store->plan->has_generic)
 		{
+			/* generic states are freed once the checkpoint no longer needs them */
 			r->states = palloc(root->state_size);
 			memcpy(r->states, weir_window_states(root, w), root->state_size);
 		}
@@ -642,7 +643,10 @@ weir_window_forget_retired(WeirWindowStore *store)
 
 		pfree(r->key);
 		if (r->states)
+		{
+			weir_agg_free_generic(store->plan, r->states);
 			pfree(r->states);
+		}
 		pfree(r);
 	}
 	list_free(store->retired);

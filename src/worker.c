@@ -31,6 +31,7 @@
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -41,6 +42,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -119,14 +121,15 @@ init_expressions(WeirWorker *w)
 	w->event_time_expr = ExecInitExpr(expression_planner(plan->event_time), NULL);
 	w->filter_expr = plan->filter ?
 		ExecInitQual(list_make1(expression_planner(plan->filter)), NULL) : NULL;
-	w->agg_exprs = palloc0(sizeof(ExprState *) * plan->naggs);
+	w->arg_exprs = palloc0(sizeof(ExprState *) * Max(plan->nargs, 1));
 	for (int i = 0; i < plan->naggs; i++)
-		if (plan->aggs[i].arg)
-			w->agg_exprs[i] = ExecInitExpr(expression_planner(plan->aggs[i].arg), NULL);
+		for (int j = 0; j < plan->aggs[i].nargs; j++)
+			w->arg_exprs[plan->aggs[i].argoffset + j] =
+				ExecInitExpr(expression_planner(plan->aggs[i].args[j]), NULL);
 	initStringInfo(&w->batch_keys);
 	w->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS);
-	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * Max(plan->naggs, 1));
-	w->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * Max(plan->naggs, 1));
+	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * Max(plan->nargs, 1));
+	w->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * Max(plan->nargs, 1));
 	w->batch_cxt = AllocSetContextCreate(w->cxt, "weir batch", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -192,8 +195,8 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	WeirPlan   *plan = w->plan;
 	ExprContext *econtext = w->econtext;
 	WeirEvalRow *r = &w->batch[w->nbatch];
-	Datum	   *values = &w->batch_values[w->nbatch * plan->naggs];
-	bool	   *nulls = &w->batch_nulls[w->nbatch * plan->naggs];
+	Datum	   *values = &w->batch_values[w->nbatch * plan->nargs];
+	bool	   *nulls = &w->batch_nulls[w->nbatch * plan->nargs];
 	bool		isnull;
 
 	r->position = position;
@@ -225,9 +228,29 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 		append_key(&w->batch_keys, &plan->keys[i], v);
 	}
 	r->keylen = w->batch_keys.len - r->keyoff;
-	for (int i = 0; i < plan->naggs; i++)
-		if (w->agg_exprs[i])
-			values[i] = ExecEvalExprSwitchContext(w->agg_exprs[i], econtext, &nulls[i]);
+	for (int i = 0; i < plan->nargs; i++)
+	{
+		Datum		v = ExecEvalExprSwitchContext(w->arg_exprs[i], econtext, &nulls[i]);
+		WeirAggSpec *agg = NULL;
+
+		/* by-reference arguments must outlive this row: copy them */
+		for (int a = 0; a < plan->naggs && !nulls[i]; a++)
+			if (i >= plan->aggs[a].argoffset && i < plan->aggs[a].argoffset + plan->aggs[a].nargs)
+				agg = &plan->aggs[a];
+		if (agg && agg->kind == WEIR_AGG_GENERIC)
+		{
+			Oid			type = exprType((Node *) agg->args[i - agg->argoffset]);
+			int16		len;
+			bool		byval;
+			MemoryContext oldcxt;
+
+			get_typlenbyval(type, &len, &byval);
+			oldcxt = MemoryContextSwitchTo(w->batch_cxt);
+			v = datumCopy(v, byval, len);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		values[i] = v;
+	}
 done:
 	ResetExprContext(econtext);
 }
@@ -270,6 +293,22 @@ eval_row_guarded(void *arg, TupleTableSlot *slot, int64 position)
 	PG_END_TRY();
 }
 
+/* One row's arguments into a window's aggregate states. */
+static inline void
+accumulate(WeirPlan *plan, char *states, Datum *values, bool *nulls)
+{
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		WeirAggSpec *agg = &plan->aggs[i];
+
+		if (agg->kind == WEIR_AGG_GENERIC)
+			weir_agg_generic_accum(agg, states, &values[agg->argoffset],
+								   &nulls[agg->argoffset]);
+		else
+			weir_agg_accum(agg, states, values[agg->argoffset], nulls[agg->argoffset]);
+	}
+}
+
 /* Apply an evaluated batch of partition `part` to window state. */
 static void
 apply_batch(WeirWorker *w, int32 part)
@@ -281,8 +320,8 @@ apply_batch(WeirWorker *w, int32 part)
 	{
 		WeirEvalRow *r = &w->batch[b];
 		const char *key = w->batch_keys.data + r->keyoff;
-		Datum	   *values = &w->batch_values[b * plan->naggs];
-		bool	   *nulls = &w->batch_nulls[b * plan->naggs];
+		Datum	   *values = &w->batch_values[b * plan->nargs];
+		bool	   *nulls = &w->batch_nulls[b * plan->nargs];
 		bool		placed = false;
 		int			nstarts = 0;
 
@@ -305,10 +344,7 @@ apply_batch(WeirWorker *w, int32 part)
 
 			if (win)
 			{
-				char	   *states = weir_window_states(w->store->root, win);
-
-				for (int i = 0; i < plan->naggs; i++)
-					weir_agg_accum(&plan->aggs[i], states, values[i], nulls[i]);
+				accumulate(plan, weir_window_states(w->store->root, win), values, nulls);
 				if ((win->flags & WEIR_WINDOW_FIRED) || w->emit_updates)
 					win->flags |= WEIR_WINDOW_SINK_DIRTY;
 				placed = true;
@@ -329,12 +365,7 @@ apply_batch(WeirWorker *w, int32 part)
 			win = weir_window_lookup(w->store, starts[s], end, key, r->keylen, &created);
 			if (win == NULL)
 				return;			/* out of state memory: the caller stops */
-			{
-				char	   *states = weir_window_states(w->store->root, win);
-
-				for (int i = 0; i < plan->naggs; i++)
-					weir_agg_accum(&plan->aggs[i], states, values[i], nulls[i]);
-			}
+			accumulate(plan, weir_window_states(w->store->root, win), values, nulls);
 			win->flags |= WEIR_WINDOW_DIRTY;
 			if ((win->flags & WEIR_WINDOW_FIRED) || w->emit_updates)
 				win->flags |= WEIR_WINDOW_SINK_DIRTY;
@@ -408,7 +439,9 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 							  eval_row_guarded, w, &last);
 	}
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
 	apply_batch(w, part);
+	MemoryContextSwitchTo(oldcxt);
 	LWLockRelease(&w->slot->lock);
 	if (w->store->out_of_memory)
 		stop_out_of_memory(w);

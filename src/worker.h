@@ -79,11 +79,11 @@ typedef struct WeirWorker
 	ExprState **key_exprs;
 	ExprState  *event_time_expr;
 	ExprState  *filter_expr;
-	ExprState **agg_exprs;
+	ExprState **arg_exprs;		/* [plan->nargs]: every aggregate's arguments */
 
 	/* a batch of one partition, evaluated before it touches state */
 	WeirEvalRow *batch;			/* [WEIR_BATCH_ROWS] */
-	Datum	   *batch_values;	/* [WEIR_BATCH_ROWS * naggs] */
+	Datum	   *batch_values;	/* [WEIR_BATCH_ROWS * plan->nargs] */
 	bool	   *batch_nulls;
 	StringInfoData batch_keys;	/* key images, by offset */
 	int			nbatch;
