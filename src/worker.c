@@ -654,6 +654,13 @@ setup(int32 id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("owner of pipeline \"%s\" may no longer read its source", w->row.name)));
+	/*
+	 * From here on the pipeline's owner acts: expressions are planned as at
+	 * creation (search_path and "$user" resolve the same), and run with the
+	 * owner's rights.  Catalog writes switch to weir's owner (catalog.c).
+	 */
+	SetUserIdAndSecContext(w->row.owner,
+						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	(void) set_config_option("search_path", w->row.search_path, PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	{
@@ -726,27 +733,24 @@ weir_worker_main(Datum main_arg)
 	SpinLockRelease(&slot->mutex);
 	before_shmem_exit(worker_detach, PointerGetDatum(slot));
 
-	worker = setup(id);
-	worker->slot = slot;
-	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
-	slot->area = dsa_get_handle(worker->area);
-	slot->root = worker->store->root_dp;
-	LWLockRelease(&slot->lock);
-	errcallback.callback = worker_error_context;
-	errcallback.arg = worker;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-
 	PG_TRY();
 	{
+		worker = setup(id);
+		worker->slot = slot;
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+		slot->area = dsa_get_handle(worker->area);
+		slot->root = worker->store->root_dp;
+		LWLockRelease(&slot->lock);
+		errcallback.callback = worker_error_context;
+		errcallback.arg = worker;
+		errcallback.previous = error_context_stack;
+		error_context_stack = &errcallback;
+
 		weir_checkpoint_restore(worker);
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
 		begin_round();
 		weir_catalog_pipeline_set_status(id, "running", NULL, false);
 		end_round();
-		/* from here on, the pipeline's owner acts */
-		SetUserIdAndSecContext(worker->row.owner,
-							   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 		run(worker);
 	}
 	PG_CATCH();
@@ -754,17 +758,16 @@ weir_worker_main(Datum main_arg)
 		ErrorData  *edata;
 
 		HOLD_INTERRUPTS();
-		MemoryContextSwitchTo(worker->cxt);
+		MemoryContextSwitchTo(TopMemoryContext);
 		edata = CopyErrorData();
 		EmitErrorReport();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		RESUME_INTERRUPTS();
 		/* record why, so that weir.pipelines can say it */
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
+		begin_round();
 		weir_catalog_pipeline_set_status(id, "failed", edata->message, false);
-		CommitTransactionCommand();
+		end_round();
 		proc_exit(1);
 	}
 	PG_END_TRY();
