@@ -273,18 +273,34 @@ weir_agg_final(WeirAggSpec *agg, char *states, bool *isnull)
 /*
  * The generic path: any aggregate whose state PostgreSQL can combine and
  * serialise, driven by its pg_aggregate entry (definition.c plan_generic).
- * Its state cannot be flat: it lives in this worker's memory, in a small
- * memory context of its own per (window, aggregate), and the window's 8
- * state bytes hold a pointer to it.  Transition, combine, serialise and
- * final functions are called as nodeAgg calls them, with a WindowAggState
- * as the aggregate context, so that AggCheckCallContext() gives them the
- * state's memory context.  Checkpoints store the serialised state.
+ * Its state cannot be flat: it lives in this worker's memory and the
+ * window's 8 state bytes hold a pointer to it.  Functions are called as
+ * nodeAgg calls them, with a WindowAggState as the aggregate context, so
+ * that AggCheckCallContext() hands them the state's own memory context.
+ *
+ * PostgreSQL's contract for partial aggregation is that a transition
+ * function only ever sees states it built itself (from the initial value),
+ * while a combine function accepts transition states, combined states and
+ * deserialised states alike (hll_add_trans0 crashes on a deserialised
+ * state).  So each state has two parts:
+ *	live: fed by the transition function since the last fold;
+ *	base: everything before, restored from a checkpoint or folded; only
+ *		  combine, serialise and final functions touch it.
+ * fold() moves live into base (by combining, or just by taking it when base
+ * is empty); it runs when a value is needed (final, checkpoint, merge), not
+ * per record.  Each part has a small memory context of its own.
  */
-typedef struct WeirGenericState
+typedef struct GenericPart
 {
-	MemoryContext cxt;			/* holds this struct and the state */
+	MemoryContext cxt;			/* holds this struct and the value */
 	Datum		value;
 	bool		isnull;
+} GenericPart;
+
+typedef struct WeirGenericState
+{
+	GenericPart *base;			/* NULL: nothing folded or restored yet */
+	GenericPart *live;			/* NULL: no record since the last fold */
 } WeirGenericState;
 
 static MemoryContext generic_parent = NULL;
@@ -310,101 +326,150 @@ context_for(MemoryContext cxt)
 	return (Node *) agg_context;
 }
 
+static GenericPart *
+new_part(void)
+{
+	MemoryContext cxt = AllocSetContextCreate(generic_parent, "weir aggregate state",
+											  ALLOCSET_SMALL_SIZES);
+	GenericPart *part = MemoryContextAllocZero(cxt, sizeof(GenericPart));
+
+	part->cxt = cxt;
+	part->isnull = true;
+	return part;
+}
+
+static void
+free_part(GenericPart *part)
+{
+	if (part)
+		MemoryContextDelete(part->cxt);
+}
+
 static WeirGenericState *
 generic_state(WeirAggSpec *agg, char *states)
 {
 	WeirGenericState **slot = generic_slot(agg, states);
 
+	if (generic_parent == NULL)
+		generic_parent = AllocSetContextCreate(TopMemoryContext, "weir aggregate states",
+											   ALLOCSET_DEFAULT_SIZES);
 	if (*slot == NULL)
-	{
-		MemoryContext cxt;
-		WeirGenericState *gs;
-
-		if (generic_parent == NULL)
-			generic_parent = AllocSetContextCreate(TopMemoryContext,
-												   "weir aggregate states",
-												   ALLOCSET_DEFAULT_SIZES);
-		cxt = AllocSetContextCreate(generic_parent, "weir aggregate state",
-									ALLOCSET_SMALL_SIZES);
-		gs = MemoryContextAllocZero(cxt, sizeof(WeirGenericState));
-		gs->cxt = cxt;
-		gs->isnull = !agg->has_initval;
-		if (agg->has_initval)
-		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
-
-			gs->value = datumCopy(agg->initval, agg->transtypebyval, agg->transtypelen);
-			MemoryContextSwitchTo(oldcxt);
-		}
-		*slot = gs;
-	}
+		*slot = MemoryContextAllocZero(generic_parent, sizeof(WeirGenericState));
 	return *slot;
 }
 
-/* Keep a new transition value, copying it into the state's context. */
+/* Keep a new value in a part, copying it into the part's context. */
 static void
-keep_value(WeirAggSpec *agg, WeirGenericState *gs, Datum value, bool isnull)
+keep_value(WeirAggSpec *agg, GenericPart *part, Datum value, bool isnull)
 {
 	if (!isnull && !agg->transtypebyval && agg->transtype != INTERNALOID &&
-		DatumGetPointer(value) != DatumGetPointer(gs->value) &&
-		!MemoryContextContains(gs->cxt, DatumGetPointer(value)))
+		DatumGetPointer(value) != DatumGetPointer(part->value) &&
+		!MemoryContextContains(part->cxt, DatumGetPointer(value)))
 	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(gs->cxt);
+		MemoryContext oldcxt = MemoryContextSwitchTo(part->cxt);
 
 		value = datumCopy(value, false, agg->transtypelen);
 		MemoryContextSwitchTo(oldcxt);
 	}
-	gs->value = value;
-	gs->isnull = isnull;
+	part->value = value;
+	part->isnull = isnull;
 }
 
 void
 weir_agg_generic_accum(WeirAggSpec *agg, char *states, Datum *args, bool *nulls)
 {
 	WeirGenericState *gs = generic_state(agg, states);
+	GenericPart *live;
 	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
 	Datum		value;
 
+	if (gs->live == NULL)
+	{
+		gs->live = new_part();
+		if (agg->has_initval)
+			keep_value(agg, gs->live,
+					   agg->transtypebyval ? agg->initval :
+					   datumCopy(agg->initval, false, agg->transtypelen), false);
+	}
+	live = gs->live;
 	if (agg->transfn.fn_strict)
 	{
 		for (int j = 0; j < agg->nargs; j++)
 			if (nulls[j])
 				return;
-		if (gs->isnull)
+		if (live->isnull)
 		{
 			/* as nodeAgg: the first input becomes the state (copied) */
-			keep_value(agg, gs, args[0], false);
+			keep_value(agg, live, args[0], false);
 			return;
 		}
 	}
 	InitFunctionCallInfoData(*fcinfo, &agg->transfn, agg->nargs + 1, InvalidOid,
-							 context_for(gs->cxt), NULL);
-	fcinfo->args[0].value = gs->value;
-	fcinfo->args[0].isnull = gs->isnull;
+							 context_for(live->cxt), NULL);
+	fcinfo->args[0].value = live->value;
+	fcinfo->args[0].isnull = live->isnull;
 	for (int j = 0; j < agg->nargs; j++)
 	{
 		fcinfo->args[j + 1].value = args[j];
 		fcinfo->args[j + 1].isnull = nulls[j];
 	}
 	value = FunctionCallInvoke(fcinfo);
-	keep_value(agg, gs, value, fcinfo->isnull);
+	keep_value(agg, live, value, fcinfo->isnull);
+}
+
+/* base := combine(base, other); `other` is consumed (freed or taken). */
+static void
+combine_into_base(WeirAggSpec *agg, WeirGenericState *gs, GenericPart *other)
+{
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		value;
+
+	if (other == NULL)
+		return;
+	if (other->isnull)
+	{
+		free_part(other);
+		return;
+	}
+	if (gs->base == NULL || (gs->base->isnull && agg->combinefn.fn_strict))
+	{
+		free_part(gs->base);
+		gs->base = other;		/* as nodeAgg: the first input becomes the state */
+		return;
+	}
+	InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, InvalidOid,
+							 context_for(gs->base->cxt), NULL);
+	fcinfo->args[0].value = gs->base->value;
+	fcinfo->args[0].isnull = gs->base->isnull;
+	fcinfo->args[1].value = other->value;
+	fcinfo->args[1].isnull = false;
+	value = FunctionCallInvoke(fcinfo);
+	keep_value(agg, gs->base, value, fcinfo->isnull);
+	free_part(other);
+}
+
+static void
+fold(WeirAggSpec *agg, WeirGenericState *gs)
+{
+	GenericPart *live = gs->live;
+
+	gs->live = NULL;
+	combine_into_base(agg, gs, live);
 }
 
 /* The state serialised: serialfn for internal states, send otherwise. */
 static bytea *
-generic_serialize(WeirAggSpec *agg, WeirGenericState *gs)
+generic_serialize(WeirAggSpec *agg, GenericPart *part)
 {
 	if (agg->transtype == INTERNALOID)
 	{
 		LOCAL_FCINFO(fcinfo, 1);
-		Datum		result;
 
 		InitFunctionCallInfoData(*fcinfo, &agg->serialfn, 1, InvalidOid,
-								 context_for(gs->cxt), NULL);
-		fcinfo->args[0].value = gs->value;
+								 context_for(part->cxt), NULL);
+		fcinfo->args[0].value = part->value;
 		fcinfo->args[0].isnull = false;
-		result = FunctionCallInvoke(fcinfo);
-		return DatumGetByteaPP(result);
+		return DatumGetByteaPP(FunctionCallInvoke(fcinfo));
 	}
 	else
 	{
@@ -412,13 +477,20 @@ generic_serialize(WeirAggSpec *agg, WeirGenericState *gs)
 		bool		varlena;
 
 		getTypeBinaryOutputInfo(agg->transtype, &send, &varlena);
-		return OidSendFunctionCall(send, gs->value);
+		return OidSendFunctionCall(send, part->value);
 	}
 }
 
-static void
-generic_deserialize_into(WeirAggSpec *agg, WeirGenericState *gs, bytea *data)
+/*
+ * A part holding a serialised state.  As in nodeAgg, the deserialised value
+ * is transient (hll_deserialize, for one, pallocs it in the current memory
+ * context), so it is combined at once into a part of its own, through the
+ * combine function, which copies it into the part's context.
+ */
+static GenericPart *
+generic_deserialize(WeirAggSpec *agg, bytea *data)
 {
+	GenericPart *part = new_part();
 	Datum		value;
 
 	if (agg->transtype == INTERNALOID)
@@ -426,12 +498,22 @@ generic_deserialize_into(WeirAggSpec *agg, WeirGenericState *gs, bytea *data)
 		LOCAL_FCINFO(fcinfo, 2);
 
 		InitFunctionCallInfoData(*fcinfo, &agg->deserialfn, 2, InvalidOid,
-								 context_for(gs->cxt), NULL);
+								 context_for(part->cxt), NULL);
 		fcinfo->args[0].value = PointerGetDatum(data);
 		fcinfo->args[0].isnull = false;
 		fcinfo->args[1].value = (Datum) 0;
 		fcinfo->args[1].isnull = false;
 		value = FunctionCallInvoke(fcinfo);
+
+		/* combine(NULL, value): internal combine functions are not strict */
+		InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, InvalidOid,
+								 context_for(part->cxt), NULL);
+		fcinfo->args[0].value = (Datum) 0;
+		fcinfo->args[0].isnull = true;
+		fcinfo->args[1].value = value;
+		fcinfo->args[1].isnull = false;
+		value = FunctionCallInvoke(fcinfo);
+		keep_value(agg, part, value, fcinfo->isnull);
 	}
 	else
 	{
@@ -445,34 +527,27 @@ generic_deserialize_into(WeirAggSpec *agg, WeirGenericState *gs, bytea *data)
 		buf.maxlen = buf.len;
 		buf.cursor = 0;
 		value = OidReceiveFunctionCall(recv, &buf, ioparam, -1);
+		keep_value(agg, part, value, false);	/* copies into the part */
 	}
-	keep_value(agg, gs, value, false);
+	return part;
 }
 
+/* Merge `from` into `into` (sessions); `from`'s state is consumed. */
 void
 weir_agg_generic_combine(WeirAggSpec *agg, char *into, char *from)
 {
 	WeirGenericState *src = *generic_slot(agg, from);
 	WeirGenericState *dst;
-	LOCAL_FCINFO(fcinfo, 2);
-	Datum		value;
+	GenericPart *taken;
 
-	if (src == NULL || src->isnull)
+	if (src == NULL)
 		return;
+	fold(agg, src);
 	dst = generic_state(agg, into);
-	if (dst->isnull && agg->combinefn.fn_strict)
-	{
-		generic_deserialize_into(agg, dst, generic_serialize(agg, src));
-		return;
-	}
-	InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, InvalidOid,
-							 context_for(dst->cxt), NULL);
-	fcinfo->args[0].value = dst->value;
-	fcinfo->args[0].isnull = dst->isnull;
-	fcinfo->args[1].value = src->value;
-	fcinfo->args[1].isnull = false;
-	value = FunctionCallInvoke(fcinfo);
-	keep_value(agg, dst, value, fcinfo->isnull);
+	fold(agg, dst);
+	taken = src->base;
+	src->base = NULL;
+	combine_into_base(agg, dst, taken);
 }
 
 /*
@@ -484,32 +559,30 @@ Datum
 weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull)
 {
 	WeirGenericState *gs = *generic_slot(agg, states);
-	WeirGenericState *use = gs;
-	MemoryContext copy_cxt = NULL;
+	GenericPart *use;
+	GenericPart *copy = NULL;
 	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
 	Datum		result;
 	int16		len;
 	bool		byval;
 
-	if (gs == NULL || (gs->isnull && agg->finalfn.fn_oid != InvalidOid && agg->finalfn.fn_strict))
+	if (gs)
+		fold(agg, gs);
+	use = gs ? gs->base : NULL;
+	if (use == NULL || (use->isnull && agg->finalfn.fn_oid != InvalidOid &&
+						agg->finalfn.fn_strict))
 	{
 		*isnull = true;
 		return (Datum) 0;
 	}
 	if (agg->finalfn.fn_oid == InvalidOid)
 	{
-		*isnull = gs->isnull;
-		return gs->isnull ? (Datum) 0 :
-			datumCopy(gs->value, agg->transtypebyval, agg->transtypelen);
+		*isnull = use->isnull;
+		return use->isnull ? (Datum) 0 :
+			datumCopy(use->value, agg->transtypebyval, agg->transtypelen);
 	}
-	if (agg->finalmodify != AGGMODIFY_READ_ONLY && !gs->isnull)
-	{
-		copy_cxt = AllocSetContextCreate(CurrentMemoryContext, "weir final copy",
-										 ALLOCSET_SMALL_SIZES);
-		use = MemoryContextAllocZero(copy_cxt, sizeof(WeirGenericState));
-		use->cxt = copy_cxt;
-		generic_deserialize_into(agg, use, generic_serialize(agg, gs));
-	}
+	if (agg->finalmodify != AGGMODIFY_READ_ONLY && !use->isnull)
+		use = copy = generic_deserialize(agg, generic_serialize(agg, use));
 	InitFunctionCallInfoData(*fcinfo, &agg->finalfn, agg->finalextra ? agg->nargs + 1 : 1,
 							 InvalidOid, context_for(use->cxt), NULL);
 	fcinfo->args[0].value = use->value;
@@ -524,8 +597,7 @@ weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull)
 	get_typlenbyval(agg->resulttype, &len, &byval);
 	if (!*isnull)
 		result = datumCopy(result, byval, len);
-	if (copy_cxt)
-		MemoryContextDelete(copy_cxt);
+	free_part(copy);
 	return result;
 }
 
@@ -541,7 +613,11 @@ weir_agg_free_generic(WeirPlan *plan, char *states)
 			continue;
 		slot = generic_slot(&plan->aggs[i], states);
 		if (*slot)
-			MemoryContextDelete((*slot)->cxt);
+		{
+			free_part((*slot)->base);
+			free_part((*slot)->live);
+			pfree(*slot);
+		}
 		*slot = NULL;
 	}
 }
@@ -568,9 +644,11 @@ weir_agg_states_image(WeirPlan *plan, char *states)
 		if (agg->kind != WEIR_AGG_GENERIC)
 			continue;
 		gs = *generic_slot(agg, states);
-		if (gs && !gs->isnull)
+		if (gs)
+			fold(agg, gs);
+		if (gs && gs->base && !gs->base->isnull)
 		{
-			bytea	   *data = generic_serialize(agg, gs);
+			bytea	   *data = generic_serialize(agg, gs->base);
 
 			len = VARSIZE_ANY_EXHDR(data);
 			appendBinaryStringInfo(&buf, (char *) &len, sizeof(int32));
@@ -618,7 +696,7 @@ weir_agg_states_restore(WeirPlan *plan, char *states, const char *image, Size le
 			SET_VARSIZE(data, VARHDRSZ + n);
 			memcpy(VARDATA(data), p, n);
 			p += n;
-			generic_deserialize_into(agg, generic_state(agg, states), data);
+			generic_state(agg, states)->base = generic_deserialize(agg, data);
 		}
 	}
 	return p == end;
