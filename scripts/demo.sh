@@ -3,13 +3,22 @@
 #
 # Builds and installs weir, starts a throwaway cluster in /tmp/weir-demo-$$
 # (as the postgres OS user when run as root), then walks through:
-#   1. create a topic          4. read by position
-#   2. 4 concurrent producers  5. consume with weir.poll
-#      (one rolls back, one    6. the weir.topics / topic_consumers views
-#       holds its transaction  7. verify: consumed == produced, nothing
-#       open: stable < head)      rolled back ever shows up
+#   Topics                          Pipelines
+#   2. create a topic               9. a topic of events with an event time;
+#   3. 4 concurrent producers          4 concurrent producers, 5 minutes
+#      (one rolls back, one            of simulated event time
+#       holds its transaction      10. a tumbling pipeline: count and sum
+#       open: stable < head)           per customer per minute
+#   4. stable vs head positions    11. weir.checkpoint(); the sink and
+#   5. read by position                weir.pipelines
+#   6. consume with weir.poll      12. sink == SQL oracle (GROUP BY date_bin
+#   7. the weir.topics /               over the topic, closed windows)
+#      topic_consumers views       13. kill -9 the pipeline's worker while
+#   8. verify: consumed ==             producers keep producing; it comes
+#      produced, nothing rolled        back and restores its checkpoint
+#      back ever shows up          14. sink == oracle again: exactly once
+# Each verification prints PASS or FAIL; the script exits 1 if any failed.
 # The cluster is stopped and removed on exit, whatever happens.
-# Later issues add pipelines and crash recovery as further steps.
 #
 # Knobs: WEIR_PORT (default: a free port in 5433..5499),
 #        WEIR_DEMO_KEEP=1 (leave the cluster directory for inspection).
@@ -80,7 +89,8 @@ wait_for() {
 
 # ---------------------------------------------------------------------------
 step 1 "start a throwaway cluster in $DEMO_DIR (port $PORT)"
-weir_cluster_start "$DEMO_DIR" "$PORT"
+# UTC, so that the timestamps shown line up with the minute windows
+weir_cluster_start "$DEMO_DIR" "$PORT" "timezone = 'UTC'"
 mkdir -p "$SQL"
 chmod 755 "$SQL"
 say "server running; connect with: psql -h $DEMO_DIR -p $PORT -U postgres postgres"
@@ -269,6 +279,253 @@ check "rows landed in all 4 partitions, positions start at 1" \
 	"SELECT count(DISTINCT part) = 4 AND min(pos) = 1 FROM orders"
 check "consumer 'demo' has no lag" \
 	"SELECT coalesce(bool_and(lag = 0), false) FROM weir.topic_consumers WHERE consumer = 'demo'"
+
+# ===========================================================================
+# Pipelines
+# ===========================================================================
+
+# wait_quietly DESCRIPTION SQL-returning-boolean [seconds]: like wait_for,
+# but connection errors (a server restarting after a crash) are expected.
+wait_quietly() {
+	local i tries=$((${3:-30} * 10))
+	for ((i = 0; i < tries; i++)); do
+		[ "$(value "$2" 2>/dev/null)" = t ] && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for: $1" >&2
+	return 1
+}
+
+# The simulated clock: every event takes the next tick of a sequence, and a
+# tick is 50 ms of event time, so 6,000 events make 5 minutes.  Concurrent
+# producers share the clock, so events arrive only slightly out of order.
+CLOCK="timestamptz '2026-01-01 12:00:00+00' + nextval('demo_clock') * interval '50 milliseconds'"
+EVENTS_PER_TXN=50
+TXNS_PER_PRODUCER=30	# 4 producers x 30 x 50 = 6,000 events per phase
+
+# produce_events N PHASE PAUSE: producer N commits TXNS_PER_PRODUCER
+# transactions of EVENTS_PER_TXN events, one psql session per transaction,
+# pausing PAUSE seconds in between.  A transaction that fails (the server
+# restarting after a crash) is retried: the topic holds what committed, and
+# that is all the pipeline and the oracle ever see.
+produce_events() {
+	local n="$1" phase="$2" pause="$3" ok=0 failed=0
+	local log="$DEMO_DIR/events-producer$n-phase$phase.log"
+	while [ "$ok" -lt "$TXNS_PER_PRODUCER" ]; do
+		if weir_psql -c "SET application_name = 'weir-demo-events-$n';" -c "
+			INSERT INTO events (customer, amount, ts)
+			SELECT 1 + (random() * 39)::int, 1 + (random() * 99)::int, $CLOCK
+			  FROM generate_series(1, $EVENTS_PER_TXN)" >>"$log" 2>&1; then
+			ok=$((ok + 1))
+			sleep "$pause"
+		else
+			failed=$((failed + 1))
+			[ "$failed" -le 600 ] || return 1
+			sleep 0.2
+		fi
+	done
+	echo "producer $n: $ok transactions committed, $failed attempts failed" >>"$log"
+}
+
+# start_event_producers PHASE PAUSE: sets EV_PIDS
+start_event_producers() {
+	local n
+	EV_PIDS=()
+	for n in 1 2 3 4; do
+		produce_events "$n" "$1" "$2" &
+		EV_PIDS+=("$!")
+		BG_PIDS+=("$!")
+	done
+}
+
+wait_event_producers() {
+	local i
+	for i in 0 1 2 3; do
+		if ! wait "${EV_PIDS[$i]}"; then
+			echo "events producer $((i + 1)) failed:" >&2
+			tail -n 20 "$DEMO_DIR/events-producer$((i + 1))-phase$1.log" >&2
+			exit 1
+		fi
+		say "$(tail -n 1 "$DEMO_DIR/events-producer$((i + 1))-phase$1.log")"
+	done
+}
+
+# ---------------------------------------------------------------------------
+step 9 "a topic of events with an event time; 4 concurrent producers, 5 simulated minutes"
+show_sql <<'EOF'
+SELECT weir.create_topic('events', 'customer int, amount int, ts timestamptz',
+                         partitions => 4, key => 'customer');
+-- the demo's simulated clock (see the producers below)
+CREATE SEQUENCE demo_clock;
+EOF
+say "each producer: $TXNS_PER_PRODUCER transactions of $EVENTS_PER_TXN events, customers 1..40,"
+say "ts = 12:00:00 + one 50 ms tick per event, shared by all producers:"
+say "  INSERT INTO events (customer, amount, ts)"
+say "  SELECT 1 + (random() * 39)::int, 1 + (random() * 99)::int, $CLOCK"
+say "    FROM generate_series(1, $EVENTS_PER_TXN)"
+start_event_producers 1 0
+wait_event_producers 1
+show_sql <<'EOF'
+SELECT part AS partition, count(*) AS events, min(ts), max(ts)
+  FROM events GROUP BY part ORDER BY part;
+EOF
+
+# ---------------------------------------------------------------------------
+step 10 "a pipeline: events and amount per customer per minute (tumbling windows)"
+say "the pipeline starts from position 0, so it first works through the backlog;"
+say "a window closes when the watermark (the lowest over partitions of their"
+say "largest event time - 5 s) reaches its end"
+show_sql <<'EOF'
+SELECT weir.create_pipeline(
+         name             => 'per_minute',
+         source           => 'events',
+         key              => 'customer',
+         event_time       => 'ts',
+         windowing        => weir.tumbling('1 minute'),
+         aggregates       => 'count(*) AS events, sum(amount) AS total',
+         out_of_orderness => '5 seconds',
+         late_records     => 'events_late');
+-- the sink weir created: keys, window_start, window_end, aggregates
+\d per_minute
+EOF
+
+# ---------------------------------------------------------------------------
+step 11 "weir.checkpoint(): wait until every event committed so far is processed and checkpointed"
+show_sql <<'EOF'
+SELECT weir.checkpoint('per_minute', timeout => '120 s') AS checkpoint_id;
+-- one row per customer and closed minute; per minute:
+SELECT window_start, window_end, count(*) AS customers, sum(events) AS events, sum(total) AS total
+  FROM per_minute GROUP BY 1, 2 ORDER BY 1;
+SELECT * FROM per_minute WHERE customer <= 3 ORDER BY customer, window_start;
+\x on
+SELECT * FROM weir.pipelines;
+\x off
+SELECT id, started_at, committed_at, watermark, start_delay_ms, sync_ms, async_ms,
+       sink_rows, state_rows, state_deletes, records_in
+  FROM weir.checkpoints ORDER BY id DESC LIMIT 5;
+EOF
+say "the minute 12:04 is still open: its end, 12:05:00, is past the watermark"
+
+# ---------------------------------------------------------------------------
+step 12 "compare the sink with the SQL oracle"
+say "oracle: GROUP BY customer, date_bin('1 minute', ts, '1970-01-01') over the topic,"
+say "restricted to windows that end at or before the watermark of the last checkpoint,"
+say "leaving out records the pipeline dropped as too late (copied to events_late)"
+show_sql <<'EOF'
+CREATE VIEW demo_watermark AS
+  SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
+   WHERE p.name = 'per_minute' ORDER BY c.id DESC LIMIT 1;
+CREATE VIEW demo_oracle AS
+  SELECT customer,
+         date_bin('1 minute', ts, timestamptz '1970-01-01 00:00:00+00') AS window_start,
+         date_bin('1 minute', ts, timestamptz '1970-01-01 00:00:00+00') + interval '1 minute' AS window_end,
+         count(*) AS events, sum(amount) AS total
+    FROM events e
+   WHERE NOT EXISTS (SELECT 1 FROM events_late l WHERE l.part = e.part AND l.pos = e.pos)
+   GROUP BY 1, 2
+  HAVING date_bin('1 minute', ts, timestamptz '1970-01-01 00:00:00+00') + interval '1 minute'
+         <= (SELECT watermark FROM demo_watermark);
+-- one statement, one snapshot: a checkpoint commits the sink and its watermark together
+CREATE VIEW demo_compare AS
+  SELECT (SELECT watermark FROM demo_watermark) AS watermark,
+         (SELECT count(*) FROM demo_oracle) AS oracle_windows,
+         (SELECT count(*) FROM per_minute) AS sink_windows,
+         (SELECT count(*) FROM (SELECT * FROM demo_oracle
+                                EXCEPT SELECT customer, window_start, window_end, events, total FROM per_minute) d)
+           AS missing_or_different,
+         (SELECT count(*) FROM (SELECT customer, window_start, window_end, events, total FROM per_minute
+                                EXCEPT SELECT * FROM demo_oracle) d)
+           AS not_in_oracle,
+         (SELECT count(*) FROM events_late) AS late_records;
+SELECT * FROM demo_compare;
+EOF
+compare_check() {
+	local failures_before=${#CHECK_FAILURES[@]}
+	check "$1" \
+		"SELECT oracle_windows > 0 AND missing_or_different = 0 AND not_in_oracle = 0 FROM demo_compare"
+	if [ "${#CHECK_FAILURES[@]}" -gt "$failures_before" ]; then
+		show_sql <<'EOF'
+SELECT 'oracle only' AS side, * FROM (SELECT * FROM demo_oracle
+  EXCEPT SELECT customer, window_start, window_end, events, total FROM per_minute) d
+UNION ALL
+SELECT 'sink only', * FROM (SELECT customer, window_start, window_end, events, total FROM per_minute
+  EXCEPT SELECT * FROM demo_oracle) d
+ORDER BY 2, 3, 1 LIMIT 20;
+EOF
+	fi
+}
+compare_check "sink == oracle after the backlog (4 closed minutes x 40 customers)"
+check "the sink holds closed windows only" \
+	"SELECT coalesce(bool_and(window_end <= (SELECT watermark FROM demo_watermark)), false) FROM per_minute"
+
+# ---------------------------------------------------------------------------
+step 13 "crash: kill -9 the pipeline's worker while 4 producers keep producing"
+FIRST_CHECKPOINT=$(value "SELECT last_checkpoint FROM weir.pipelines WHERE name = 'per_minute'")
+PHASE1_EVENTS=$(value "SELECT count(*) FROM events")
+say "the producers add 5 more minutes of events, pausing 0.1 s between transactions"
+start_event_producers 2 0.1
+say "two odd events: a straggler from 12:00:30 (its window closed long ago: late)"
+say "and one without event time (it cannot be placed in a window: a dead letter)"
+show_sql <<'EOF'
+INSERT INTO events (customer, amount, ts) VALUES (7, 1000, '2026-01-01 12:00:30+00');
+INSERT INTO events (customer, amount, ts) VALUES (8, 2000, NULL);
+EOF
+wait_for "the pipeline to checkpoint some of the new events" \
+	"SELECT last_checkpoint > $FIRST_CHECKPOINT AND (SELECT count(*) FROM events) > $PHASE1_EVENTS + 1000
+	   FROM weir.pipelines WHERE name = 'per_minute'" 60
+show_sql -c "SELECT name, status, worker_pid, positions, watermark, last_checkpoint FROM weir.pipelines"
+WORKER_PID=$(value "SELECT worker_pid FROM weir.pipelines WHERE name = 'per_minute'")
+say "kill -9 $WORKER_PID (the worker: pid from weir.pipelines.worker_pid)"
+say "PostgreSQL treats a killed server process as a crash: it ends every session"
+say "(the producers' open transactions abort; they reconnect and go on),"
+say "reinitializes shared memory, and the launcher starts the pipeline again"
+LOG_LINES_BEFORE=$(wc -l <"$DEMO_DIR/server.log")
+weir_as_pg kill -9 "$WORKER_PID"
+running=0
+for pid in "${EV_PIDS[@]}"; do
+	! kill -0 "$pid" 2>/dev/null || running=$((running + 1))
+done
+say "killed; producers still producing at that moment: $running of 4"
+sleep 1
+wait_quietly "the pipeline to run again" \
+	"SELECT status = 'running' AND worker_pid <> $WORKER_PID FROM weir.pipelines WHERE name = 'per_minute'" 120
+say "back: the server log since the kill"
+tail -n +"$((LOG_LINES_BEFORE + 1))" "$DEMO_DIR/server.log" |
+	grep -E 'terminated by signal|terminating any other|reinitializing|ready to accept|weir (launcher|pipeline)' |
+	sed -e 's/^/    /' || true
+say "waiting for the producers to finish (they retry what the crash aborted)"
+wait_event_producers 2
+show_sql <<'EOF'
+SELECT weir.checkpoint('per_minute', timeout => '120 s') AS checkpoint_id;
+-- the start after the crash restored the last checkpoint committed before it
+SELECT r.checkpoint_id, r.restored_at, r.duration_ms, r.bytes, r.windows
+  FROM weir.restores r ORDER BY r.restored_at;
+SELECT window_start, window_end, count(*) AS customers, sum(events) AS events, sum(total) AS total
+  FROM per_minute GROUP BY 1, 2 ORDER BY 1;
+\x on
+SELECT * FROM weir.pipelines;
+\x off
+SELECT partition, position, error, record FROM weir.dead_letters;
+SELECT part, pos, customer, amount, ts, watermark FROM events_late ORDER BY part, pos;
+EOF
+say "records_in and the other counters of weir.pipelines live in shared memory:"
+say "they started again from zero after the crash"
+
+# ---------------------------------------------------------------------------
+step 14 "compare the sink with the oracle again: as if nothing had crashed"
+show_sql -c "SELECT * FROM demo_compare"
+compare_check "sink == oracle after the crash (every event counted exactly once)"
+check "the worker was restored from a checkpoint after the crash" \
+	"SELECT EXISTS (SELECT 1 FROM weir.restores WHERE checkpoint_id >= $FIRST_CHECKPOINT)"
+check "the straggler is in events_late exactly once, not in the sink" \
+	"SELECT count(*) = 1 FROM events_late WHERE amount = 1000 AND ts = '2026-01-01 12:00:30+00'"
+check "the event without event time is in weir.dead_letters exactly once" \
+	"SELECT count(*) = 1 FROM weir.dead_letters WHERE error = 'event time is null'
+	    AND record->>'amount' = '2000'"
+check "the pipeline's positions reached the last event of every partition" \
+	"SELECT count(*) = 4 AND bool_and((p.positions->>e.part::text)::bigint = e.last_pos)
+	   FROM weir.pipelines p, (SELECT part, max(pos) AS last_pos FROM events GROUP BY part) e
+	  WHERE p.name = 'per_minute'"
 
 echo
 if [ "${#CHECK_FAILURES[@]}" -gt 0 ]; then

@@ -85,6 +85,18 @@ launcher_attach(void)
 	before_shmem_exit(launcher_detach, 0);
 }
 
+/* After an error in a round: log it, abort, and carry on with the next. */
+static void
+recover(MemoryContext round_cxt)
+{
+	HOLD_INTERRUPTS();
+	MemoryContextSwitchTo(round_cxt);
+	EmitErrorReport();
+	AbortOutOfAnyTransaction();
+	FlushErrorState();
+	RESUME_INTERRUPTS();
+}
+
 static void
 start_transaction(const char *activity)
 {
@@ -139,12 +151,7 @@ retention_round(MemoryContext round_cxt)
 		PG_CATCH();
 		{
 			/* log, forget this round's work on the topic, carry on */
-			HOLD_INTERRUPTS();
-			MemoryContextSwitchTo(round_cxt);
-			EmitErrorReport();
-			AbortOutOfAnyTransaction();
-			FlushErrorState();
-			RESUME_INTERRUPTS();
+			recover(round_cxt);
 		}
 		PG_END_TRY();
 	}
@@ -295,12 +302,7 @@ weir_launcher_main(Datum main_arg)
 		}
 		PG_CATCH();
 		{
-			HOLD_INTERRUPTS();
-			MemoryContextSwitchTo(round_cxt);
-			EmitErrorReport();
-			AbortOutOfAnyTransaction();
-			FlushErrorState();
-			RESUME_INTERRUPTS();
+			recover(round_cxt);
 		}
 		PG_END_TRY();
 		retention_round(round_cxt);
