@@ -449,3 +449,13 @@ RETURNS SETOF record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_live_state';
 COMMENT ON FUNCTION weir.live_state(text) IS
 	'the open windows of a running pipeline, read from its shared memory (may be ahead of the last checkpoint)';
+
+-- Owners of a pipeline (and their members) read its dead letters and its
+-- committed state; nobody else does (dead letters hold topic rows).
+ALTER TABLE weir.dead_letters ENABLE ROW LEVEL SECURITY;
+ALTER TABLE weir.pipeline_state ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON weir.dead_letters FOR SELECT
+	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
+CREATE POLICY owner_reads ON weir.pipeline_state FOR SELECT
+	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
+GRANT SELECT ON weir.dead_letters, weir.pipeline_state TO PUBLIC;

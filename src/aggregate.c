@@ -404,7 +404,7 @@ weir_agg_generic_accum(WeirAggSpec *agg, char *states, Datum *args, bool *nulls)
 			return;
 		}
 	}
-	InitFunctionCallInfoData(*fcinfo, &agg->transfn, agg->nargs + 1, InvalidOid,
+	InitFunctionCallInfoData(*fcinfo, &agg->transfn, agg->nargs + 1, agg->collation,
 							 context_for(live->cxt), NULL);
 	fcinfo->args[0].value = live->value;
 	fcinfo->args[0].isnull = live->isnull;
@@ -437,7 +437,7 @@ combine_into_base(WeirAggSpec *agg, WeirGenericState *gs, GenericPart *other)
 		gs->base = other;		/* as nodeAgg: the first input becomes the state */
 		return;
 	}
-	InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, InvalidOid,
+	InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, agg->collation,
 							 context_for(gs->base->cxt), NULL);
 	fcinfo->args[0].value = gs->base->value;
 	fcinfo->args[0].isnull = gs->base->isnull;
@@ -465,7 +465,7 @@ generic_serialize(WeirAggSpec *agg, GenericPart *part)
 	{
 		LOCAL_FCINFO(fcinfo, 1);
 
-		InitFunctionCallInfoData(*fcinfo, &agg->serialfn, 1, InvalidOid,
+		InitFunctionCallInfoData(*fcinfo, &agg->serialfn, 1, agg->collation,
 								 context_for(part->cxt), NULL);
 		fcinfo->args[0].value = part->value;
 		fcinfo->args[0].isnull = false;
@@ -497,7 +497,7 @@ generic_deserialize(WeirAggSpec *agg, bytea *data)
 	{
 		LOCAL_FCINFO(fcinfo, 2);
 
-		InitFunctionCallInfoData(*fcinfo, &agg->deserialfn, 2, InvalidOid,
+		InitFunctionCallInfoData(*fcinfo, &agg->deserialfn, 2, agg->collation,
 								 context_for(part->cxt), NULL);
 		fcinfo->args[0].value = PointerGetDatum(data);
 		fcinfo->args[0].isnull = false;
@@ -506,7 +506,7 @@ generic_deserialize(WeirAggSpec *agg, bytea *data)
 		value = FunctionCallInvoke(fcinfo);
 
 		/* combine(NULL, value): internal combine functions are not strict */
-		InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, InvalidOid,
+		InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, agg->collation,
 								 context_for(part->cxt), NULL);
 		fcinfo->args[0].value = (Datum) 0;
 		fcinfo->args[0].isnull = true;

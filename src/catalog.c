@@ -245,6 +245,26 @@ weir_catalog_topic_insert(Oid relid, int32 partitions, const char *key_column,
 	return id;
 }
 
+/* The name of a pipeline reading the relation, or NULL. */
+char *
+weir_catalog_pipeline_reading(Oid relid)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirCatalogPrivilege p;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *name = NULL;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT name FROM weir.pipeline WHERE source = $1 ORDER BY name LIMIT 1",
+					  1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		name = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, 1));
+	weir_catalog_privileged_end(&p);
+	return name;
+}
+
 /* Forget a topic; returns its id, or 0 if the relation was not a topic. */
 int32
 weir_catalog_topic_delete(Oid relid)

@@ -48,6 +48,7 @@ extern int32 weir_catalog_topic_insert(Oid relid, int32 partitions,
 									   const char *key_column,
 									   Interval *retention);
 extern int32 weir_catalog_topic_delete(Oid relid);
+extern char *weir_catalog_pipeline_reading(Oid relid);
 extern void weir_catalog_topic_set_retention(Oid relid, Interval *retention);
 extern void weir_catalog_drop_table(Oid relid);
 extern int64 *weir_catalog_count_rows(Oid relid, int32 partitions);

@@ -15,7 +15,8 @@
  * Phases (DESIGN.md §5): start delay = from the moment the checkpoint was
  * due to the worker reaching a batch boundary; sync = collecting what
  * changed into arrays (processing is stopped meanwhile); async = writing
- * them.  Only the windows that changed are written, so a checkpoint's cost
+ * them, up to the commit (the commit itself cannot be timed in the row it
+ * commits).  Only the windows that changed are written, so a checkpoint's cost
  * follows what changed; the table always holds exactly the open windows,
  * so it is its own compacted full snapshot.
  *
@@ -253,6 +254,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		{
 			sink_rows_add(&sink, win->data, win->start, end, states);
 			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
+			win->flags |= WEIR_WINDOW_EMITTED;
 		}
 		if (win->flags & WEIR_WINDOW_DIRTY)
 		{
@@ -411,7 +413,8 @@ restore_window(void *arg, bytea *key, TimestampTz start, TimestampTz end,
 				 errmsg("corrupted checkpoint of pipeline \"%s\": bad state row",
 						w->row.name),
 				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
-	win->flags = WEIR_WINDOW_PERSISTED | (fired ? WEIR_WINDOW_FIRED : 0);
+	/* a restored window may have a row in the sink (fired, or emit updates) */
+	win->flags = WEIR_WINDOW_PERSISTED | WEIR_WINDOW_EMITTED | (fired ? WEIR_WINDOW_FIRED : 0);
 }
 
 /*

@@ -408,6 +408,7 @@ plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
 					 errhint("Use the pipeline's filter argument.")));
 		kind = agg_kind(aggref->aggfnoid);
 		a->kind = kind < 0 ? WEIR_AGG_GENERIC : (WeirAggKind) kind;
+		a->collation = aggref->inputcollid;
 		if (a->kind == WEIR_AGG_GENERIC)
 			plan_generic(a, aggref);
 		a->nargs = list_length(aggref->args);

@@ -51,6 +51,7 @@ typedef struct WeirAggSpec
 	int			offset;			/* bytes into a window's aggregate states */
 
 	/* WEIR_AGG_GENERIC: pg_aggregate's functions, looked up per process */
+	Oid			collation;		/* the aggregate's input collation */
 	FmgrInfo	transfn;
 	FmgrInfo	combinefn;
 	FmgrInfo	serialfn;		/* fn_oid InvalidOid: not internal */

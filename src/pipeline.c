@@ -277,11 +277,13 @@ check_sink(WeirPlan *plan, Oid sink)
 						get_rel_name(sink)),
 				 errdetail("Late records update rows already in the sink, which needs that key."),
 				 errhint("Add a primary key, or let weir create the sink.")));
-	if (pg_class_aclcheck(sink, GetUserId(), ACL_INSERT | ACL_UPDATE) != ACLCHECK_OK)
+	if (pg_class_aclcheck(sink, GetUserId(),
+						  ACL_INSERT | ACL_UPDATE |
+						  (plan->windowing.kind == WEIR_WINDOW_SESSION ? ACL_DELETE : 0)) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to write to sink \"%s\"", get_rel_name(sink)),
-				 errhint("The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink.")));
+				 errhint("The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink (and DELETE for session windows, whose rows move when sessions merge).")));
 }
 
 /*

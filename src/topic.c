@@ -566,7 +566,16 @@ weir_drop_topic(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 
+	char	   *reader;
+
 	(void) topic_row_for_owner(relid);
+	reader = weir_catalog_pipeline_reading(relid);
+	if (reader)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop topic \"%s\" because pipeline \"%s\" reads it",
+						get_rel_name(relid), reader),
+				 errhint("Drop the pipeline first with weir.drop_pipeline().")));
 	/* the sql_drop event trigger forgets the topic (weir_forget_topic) */
 	weir_catalog_drop_table(relid);
 	PG_RETURN_VOID();
@@ -600,7 +609,16 @@ PG_FUNCTION_INFO_V1(weir_forget_topic);
 Datum
 weir_forget_topic(PG_FUNCTION_ARGS)
 {
-	int32		topic_id = weir_catalog_topic_delete(PG_GETARG_OID(0));
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *reader = weir_catalog_pipeline_reading(relid);
+	int32		topic_id;
+
+	if (reader)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop a topic that pipeline \"%s\" reads", reader),
+				 errhint("Drop the pipeline first with weir.drop_pipeline().")));
+	topic_id = weir_catalog_topic_delete(relid);
 
 	if (topic_id > 0 && weir_preloaded)
 		weir_partition_forget_topic_at_commit(topic_id);

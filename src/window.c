@@ -378,7 +378,8 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 {
 	WeirWindow *w = window_at(store, dp);
 	WeirStoreRoot *root = store->root;
-	bool		fired = (w->flags & WEIR_WINDOW_FIRED) != 0;
+	/* a row in the sink (written, or due): a merge must retract it */
+	bool		fired = (w->flags & (WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED)) != 0;
 	bool		persisted = (w->flags & WEIR_WINDOW_PERSISTED) != 0;
 	bool		sink_dirty = !merged && (w->flags & WEIR_WINDOW_SINK_DIRTY) != 0;
 
@@ -490,7 +491,7 @@ weir_session_place(WeirWindowStore *store, const char *key, uint32 keylen,
 		for (int a = 0; a < plan->naggs; a++)
 			weir_agg_combine(&plan->aggs[a], weir_window_states(root, target),
 							 weir_window_states(root, w));
-		if (w->flags & WEIR_WINDOW_FIRED)
+		if (w->flags & (WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED))
 			target->flags |= WEIR_WINDOW_SINK_DIRTY;	/* replaces the retracted row */
 		session_unlink(store, touching[i]);
 		retire(store, touching[i], true);

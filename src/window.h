@@ -24,6 +24,7 @@
 #define WEIR_WINDOW_DIRTY		0x02	/* state changed since the last checkpoint */
 #define WEIR_WINDOW_SINK_DIRTY	0x04	/* its sink row must be (re)written */
 #define WEIR_WINDOW_PERSISTED	0x08	/* a state row exists in weir.pipeline_state */
+#define WEIR_WINDOW_EMITTED		0x10	/* a checkpoint wrote its row to the sink */
 
 /*
  * One (key, window) in DSA.  Flat and pointer-free but for `next`, a

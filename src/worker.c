@@ -80,6 +80,13 @@ worker_detach(int code, Datum arg)
 	slot->latch = NULL;
 	SpinLockRelease(&slot->mutex);
 	ConditionVariableBroadcast(&slot->checkpoint_cv);
+	/* give the slot back: a pipeline without a worker needs none */
+	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
+	SpinLockAcquire(&slot->mutex);
+	if (slot->pid == 0)
+		slot->dboid = InvalidOid;
+	SpinLockRelease(&slot->mutex);
+	LWLockRelease(weir_shmem()->lock);
 	weir_shmem_wake_launcher();
 }
 
@@ -205,12 +212,15 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	r->keylen = 0;
 	w->nbatch++;
 	econtext->ecxt_scantuple = slot;
+	r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
 	if (w->filter_expr && !ExecQual(w->filter_expr, econtext))
 	{
+		/* not processed, but its time still moves the partition's watermark */
 		r->kind = WEIR_ROW_FILTERED;
+		if (isnull || TIMESTAMP_NOT_FINITE(r->t))
+			r->t = DT_NOBEGIN;
 		goto done;
 	}
-	r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
 	if (isnull || TIMESTAMP_NOT_FINITE(r->t))
 	{
 		mark_dead(w, r, slot, isnull ? "event time is null" : "event time is infinite");
@@ -328,7 +338,11 @@ apply_batch(WeirWorker *w, int32 part)
 		w->records_since++;
 		pg_atomic_fetch_add_u64(&w->slot->records_in, 1);
 		if (r->kind == WEIR_ROW_FILTERED)
+		{
+			if (r->t > w->max_event_time[part])
+				w->max_event_time[part] = r->t;
 			continue;
+		}
 		if (r->kind == WEIR_ROW_DEAD)
 		{
 			add_dead_letter(w, part, r);
@@ -711,30 +725,30 @@ weir_worker_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
-	slot = weir_shmem_pipeline(id, true);
-	if (slot == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many pipelines running"),
-				 errhint("Raise weir.max_pipelines (and max_worker_processes) and restart the server.")));
-	SpinLockAcquire(&slot->mutex);
-	if (slot->pid != 0)
-	{
-		int			other = slot->pid;
-
-		SpinLockRelease(&slot->mutex);
-		/* a launcher that restarted does not know its predecessor's workers */
-		ereport(LOG,
-				(errmsg("weir pipeline %d already has a worker (PID %d)", id, other)));
-		proc_exit(0);
-	}
-	slot->pid = MyProcPid;
-	slot->latch = &MyProc->procLatch;
-	SpinLockRelease(&slot->mutex);
-	before_shmem_exit(worker_detach, PointerGetDatum(slot));
-
 	PG_TRY();
 	{
+		slot = weir_shmem_pipeline(id, true);
+		if (slot == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("too many pipelines running"),
+					 errhint("Raise weir.max_pipelines (and max_worker_processes) and restart the server.")));
+		SpinLockAcquire(&slot->mutex);
+		if (slot->pid != 0)
+		{
+			int			other = slot->pid;
+
+			SpinLockRelease(&slot->mutex);
+			/* a launcher that restarted does not know its predecessor's workers */
+			ereport(LOG,
+					(errmsg("weir pipeline %d already has a worker (PID %d)", id, other)));
+			proc_exit(0);
+		}
+		slot->pid = MyProcPid;
+		slot->latch = &MyProc->procLatch;
+		SpinLockRelease(&slot->mutex);
+		before_shmem_exit(worker_detach, PointerGetDatum(slot));
+
 		worker = setup(id);
 		worker->slot = slot;
 		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
