@@ -556,9 +556,12 @@ checkpoint_tickets(WeirWorker *w)
 static void
 stop_out_of_memory(WeirWorker *w)
 {
-	char	   *msg = psprintf("state of pipeline \"%s\" reached its limit of " INT64_FORMAT " bytes (max_state_memory)",
-						   w->row.name, w->row.max_state_memory);
+	char	   *msg;
 
+	/* in the worker's context: the abort below frees the round's memory */
+	msg = MemoryContextStrdup(w->cxt,
+							  psprintf("state of pipeline \"%s\" reached its limit of " INT64_FORMAT " bytes (max_state_memory)",
+									   w->row.name, w->row.max_state_memory));
 	AbortCurrentTransaction();
 	begin_round();
 	weir_catalog_pipeline_set_status(w->row.id, "out_of_memory", msg, true);
