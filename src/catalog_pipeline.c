@@ -422,14 +422,15 @@ weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
 }
 
 /*
- * The sink's upsert, prepared once per worker and kept:
+ * The sink's insert, prepared once per worker and kept:
  *	INSERT INTO sink (keys, window_start, window_end, aggs)
  *	SELECT * FROM unnest($1, ..., $n)
- *	ON CONFLICT (keys, window_start) DO UPDATE SET window_end, aggs
+ * and with upsert, for rows already emitted (late updates, emit updates):
+ *	... ON CONFLICT (keys, window_start) DO UPDATE SET window_end, aggs
  * Parameters are arrays, one per column.  Must be called inside SPI.
  */
 SPIPlanPtr
-weir_catalog_prepare_sink(WeirPlan *plan, Oid sink)
+weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
 {
 	StringInfoData sql;
 	StringInfoData conflict;
@@ -460,12 +461,16 @@ weir_catalog_prepare_sink(WeirPlan *plan, Oid sink)
 	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
 	for (int i = 0; i < ncols; i++)
 		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfo(&sql, ") ON CONFLICT (%swindow_start) DO UPDATE SET window_end = EXCLUDED.window_end",
-					 conflict.data);
-	for (int i = 0; i < plan->naggs; i++)
-		appendStringInfo(&sql, ", %s = EXCLUDED.%s",
-						 quote_identifier(plan->aggs[i].name),
-						 quote_identifier(plan->aggs[i].name));
+	appendStringInfoChar(&sql, ')');
+	if (upsert)
+	{
+		appendStringInfo(&sql, " ON CONFLICT (%swindow_start) DO UPDATE SET window_end = EXCLUDED.window_end",
+						 conflict.data);
+		for (int i = 0; i < plan->naggs; i++)
+			appendStringInfo(&sql, ", %s = EXCLUDED.%s",
+							 quote_identifier(plan->aggs[i].name),
+							 quote_identifier(plan->aggs[i].name));
+	}
 
 	prepared = SPI_prepare(sql.data, ncols, types);
 	if (prepared == NULL)

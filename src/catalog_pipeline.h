@@ -68,7 +68,7 @@ extern int64 weir_catalog_load_state(int32 id, WeirStateRowCallback cb, void *ar
 									 int64 *bytes);
 extern int64 weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark);
 
-extern SPIPlanPtr weir_catalog_prepare_sink(WeirPlan *plan, Oid sink);
+extern SPIPlanPtr weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert);
 extern void weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays);
 extern SPIPlanPtr weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink);
 extern void weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays);

@@ -187,6 +187,27 @@ sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
 	}
 }
 
+/* Write sink rows, as the pipeline's owner (the current user). */
+static void
+write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
+{
+	SPIPlanPtr *plan = upsert ? &w->sink_plan : &w->sink_insert_plan;
+	Datum	   *arrays;
+
+	if (rows->cols[0].n == 0)
+		return;
+	arrays = palloc(sizeof(Datum) * rows->ncols);
+	for (int c = 0; c < rows->ncols; c++)
+		arrays[c] = column_array(&rows->cols[c]);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (*plan == NULL)
+		*plan = weir_catalog_prepare_sink(w->plan, w->row.sink, upsert);
+	weir_catalog_write_sink(*plan, arrays);
+	SPI_finish();
+	pg_atomic_fetch_add_u64(&w->slot->records_out, rows->cols[0].n);
+}
+
 static double
 ms_since(TimestampTz from, TimestampTz to)
 {
@@ -205,7 +226,8 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	WeirPlan   *plan = w->plan;
 	TimestampTz started = weir_clock_now();
 	TimestampTz synced;
-	SinkRows	sink;
+	SinkRows	sink;			/* rows already in the sink: upserted */
+	SinkRows	fresh;			/* first emission of a window: inserted */
 	Column		skeys, sstarts, sends, sfired, sstates;
 	Column		dkeys, dstarts;
 	Column	   *rkeys;			/* sink rows to retract: key columns */
@@ -232,6 +254,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 
 	/* sync: collect what changed */
 	sink_rows_init(&sink, plan);
+	sink_rows_init(&fresh, plan);
 	column_init(&skeys, BYTEAOID);
 	column_init(&sstarts, TIMESTAMPTZOID);
 	column_init(&sends, TIMESTAMPTZOID);
@@ -252,7 +275,8 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 
 		if (win->flags & WEIR_WINDOW_SINK_DIRTY)
 		{
-			sink_rows_add(&sink, win->data, win->start, end, states);
+			sink_rows_add((win->flags & WEIR_WINDOW_EMITTED) ? &sink : &fresh,
+						  win->data, win->start, end, states);
 			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
 			win->flags |= WEIR_WINDOW_EMITTED;
 		}
@@ -278,7 +302,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		WeirRetired *r = lfirst(lc);
 
 		if (r->write_sink)
-			sink_rows_add(&sink, r->key, r->start, r->end, r->states);
+			sink_rows_add(r->emitted ? &sink : &fresh, r->key, r->start, r->end, r->states);
 		if (r->retract_sink)
 		{
 			weir_checkpoint_decode_key(plan, r->key, sink.keyvals);
@@ -319,20 +343,8 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		weir_catalog_delete_sink(w->sink_delete_plan, arrays);
 		SPI_finish();
 	}
-	if (sink.cols[0].n > 0)
-	{
-		Datum	   *arrays = palloc(sizeof(Datum) * sink.ncols);
-
-		for (int c = 0; c < sink.ncols; c++)
-			arrays[c] = column_array(&sink.cols[c]);
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (w->sink_plan == NULL)
-			w->sink_plan = weir_catalog_prepare_sink(plan, w->row.sink);
-		weir_catalog_write_sink(w->sink_plan, arrays);
-		SPI_finish();
-		pg_atomic_fetch_add_u64(&w->slot->records_out, sink.cols[0].n);
-	}
+	write_sink_rows(w, &fresh, false);
+	write_sink_rows(w, &sink, true);
 	if (skeys.n > 0)
 		weir_catalog_write_state(w->row.id, column_array(&skeys), column_array(&sstarts),
 								 column_array(&sends), column_array(&sfired),
@@ -386,7 +398,8 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	weir_catalog_write_checkpoint(w->row.id, w->checkpoint_id, due, w->watermark,
 								  ms_since(due, started), ms_since(started, synced),
 								  ms_since(synced, weir_clock_now()), bytes,
-								  sink.cols[0].n, skeys.n, dkeys.n, w->records_since);
+								  sink.cols[0].n + fresh.cols[0].n, skeys.n, dkeys.n,
+								  w->records_since);
 	w->records_since = 0;
 }
 

@@ -170,6 +170,17 @@ store_free(WeirWindowStore *store, dsa_pointer dp, Size size)
 	store->root->bytes -= size;
 }
 
+/* Slots for `used` windows: a power of 2, filled to at most 3/8 at first. */
+static uint32
+table_capacity_for(uint32 used)
+{
+	uint32		capacity = 1024;
+
+	while ((uint64) capacity * 3 < (uint64) used * 8)
+		capacity *= 2;
+	return capacity;
+}
+
 /* Grow (or just clean) the slot table; false if memory ran out. */
 static bool
 resize(WeirWindowStore *store, uint32 capacity)
@@ -300,12 +311,7 @@ weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
 
 	if ((root->used + root->deleted + 1) * 4 > root->capacity * 3)
 	{
-		/* rebuild at a load of 3/8 to 3/4: room to grow, few deleted slots */
-		uint32		capacity = 1024;
-
-		while (capacity * 3 < (root->used + 1) * 8)
-			capacity *= 2;
-		if (!resize(store, capacity))
+		if (!resize(store, table_capacity_for(root->used + 1)))
 			return NULL;
 		slot = probe(store, hash, start, key, keylen, &found);
 	}
@@ -396,6 +402,7 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 		r->delete_state = persisted;
 		r->write_sink = sink_dirty;
 		r->retract_sink = merged && fired;
+		r->emitted = (w->flags & WEIR_WINDOW_EMITTED) != 0;
 		if (r->write_sink || store->plan->has_generic)
 		{
 			/* generic states are freed once the checkpoint no longer needs them */
@@ -624,12 +631,11 @@ static void
 maybe_shrink(WeirWindowStore *store)
 {
 	WeirStoreRoot *root = store->root;
-	uint32		capacity = root->capacity;
+	uint32		target = table_capacity_for(root->used);
 
-	while (capacity > 1024 && root->used * 8 < capacity)
-		capacity /= 2;
-	if (capacity < root->capacity)
-		(void) resize(store, capacity);
+	/* a table at most a quarter full gives memory back */
+	if (root->capacity >= target * 2 && root->capacity > 1024)
+		(void) resize(store, target);
 }
 
 /* After a checkpoint committed what the retired windows still owed. */

@@ -71,6 +71,7 @@ typedef struct WeirRetired
 	bool		write_sink;		/* its final row is not in the sink yet */
 	bool		delete_state;	/* its state row must go */
 	bool		retract_sink;	/* its sink row must go (a session that merged) */
+	bool		emitted;		/* a checkpoint already wrote its sink row */
 	char	   *states;			/* copy, when write_sink */
 } WeirRetired;
 

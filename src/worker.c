@@ -632,8 +632,9 @@ run(WeirWorker *w)
 			SpinLockRelease(&w->slot->mutex);
 			ConditionVariableBroadcast(&w->slot->checkpoint_cv);
 		}
-		if (now >= w->next_checkpoint)
-			w->next_checkpoint = now + w->checkpoint_interval;
+		/* the interval runs from the end of a checkpoint, so they never bunch */
+		if (checkpoint || now >= w->next_checkpoint)
+			w->next_checkpoint = weir_clock_now() + w->checkpoint_interval;
 		publish(w, lag);
 		pgstat_report_activity(STATE_IDLE, NULL);
 

@@ -96,7 +96,8 @@ typedef struct WeirWorker
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
 	List	   *late;			/* int64[2] {part, position} of late rows, when kept */
 	bool		changed;		/* anything to checkpoint */
-	SPIPlanPtr	sink_plan;
+	SPIPlanPtr	sink_plan;		/* upsert: rows already emitted */
+	SPIPlanPtr	sink_insert_plan;	/* first emission of a window */
 	SPIPlanPtr	sink_delete_plan;
 } WeirWorker;
 
