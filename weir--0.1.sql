@@ -205,7 +205,8 @@ GRANT SELECT ON weir.topics, weir.topic_partitions, weir.topic_consumers TO PUBL
 
 ------------------------------------------------------------------------------
 -- Dropping a topic table by any route (weir.drop_topic, DROP TABLE, DROP
--- SCHEMA ... CASCADE) forgets the topic.
+-- SCHEMA ... CASCADE) forgets the topic; tables that pipelines read or write
+-- cannot be dropped while the pipelines exist.
 ------------------------------------------------------------------------------
 
 CREATE FUNCTION weir._forget_topic(topic_relid oid) RETURNS void

@@ -9,7 +9,7 @@ SELECT weir.create_topic('visits', 'site int, visitor bigint, ms float8, ts time
 SELECT weir.create_pipeline('visits_5m', 'visits', key => 'site', event_time => 'ts',
        windowing => weir.tumbling('5 minutes'),
        aggregates => 'count(*) AS n, hll_add_agg(hll_hash_bigint(visitor)) AS visitors, tdigest(ms, 100) AS latency',
-       out_of_orderness => '1 minute', allowed_lateness => '10 minutes');
+       out_of_orderness => '1 minute', allowed_lateness => '10 minutes') > 0 AS created;
 \d visits_5m
 INSERT INTO visits (site, visitor, ms, ts)
 SELECT g % 4, (g * 7919) % 1500, (g % 997) * 1.5, '2026-01-01 00:00:00+00'::timestamptz + g * interval '150 ms'
@@ -69,6 +69,9 @@ SELECT weir.create_pipeline('bad', 'visits', key => 'site', event_time => 'ts',
        windowing => weir.tumbling('1 minute'), aggregates => 'array_agg(visitor)');
 \echo :LAST_ERROR_SQLSTATE
 
+-- a sink cannot be dropped while its pipeline exists (the worker would fail)
+DROP TABLE visits_5m;
+\echo :LAST_ERROR_SQLSTATE
 SELECT weir.drop_pipeline('visits_5m');
 DROP TABLE visits_5m, oracle;
 SELECT weir.drop_topic('visits');

@@ -245,7 +245,7 @@ weir_catalog_topic_insert(Oid relid, int32 partitions, const char *key_column,
 	return id;
 }
 
-/* The name of a pipeline reading the relation, or NULL. */
+/* The name of a pipeline reading or writing the relation, or NULL. */
 char *
 weir_catalog_pipeline_reading(Oid relid)
 {
@@ -256,7 +256,8 @@ weir_catalog_pipeline_reading(Oid relid)
 	char	   *name = NULL;
 
 	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("SELECT name FROM weir.pipeline WHERE source = $1 ORDER BY name LIMIT 1",
+	weir_catalog_exec("SELECT name FROM weir.pipeline WHERE source = $1 OR sink = $1 "
+					  "OR late_records = $1 ORDER BY name LIMIT 1",
 					  1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 		name = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[0],

@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "utils/array.h"
+#include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "access/xact.h"
@@ -187,24 +188,70 @@ sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
 	}
 }
 
-/* Write sink rows, as the pipeline's owner (the current user). */
 static void
-write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
+run_sink_write(WeirWorker *w, Datum *arrays, bool upsert)
 {
 	SPIPlanPtr *plan = upsert ? &w->sink_plan : &w->sink_insert_plan;
-	Datum	   *arrays;
 
-	if (rows->cols[0].n == 0)
-		return;
-	arrays = palloc(sizeof(Datum) * rows->ncols);
-	for (int c = 0; c < rows->ncols; c++)
-		arrays[c] = column_array(&rows->cols[c]);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (*plan == NULL)
 		*plan = weir_catalog_prepare_sink(w->plan, w->row.sink, upsert);
 	weir_catalog_write_sink(*plan, arrays);
 	SPI_finish();
+}
+
+/*
+ * Write sink rows, as the pipeline's owner (the current user).  Windows
+ * emitted for the first time go in with a plain INSERT, much cheaper than
+ * the upsert; if the sink already holds such a row (the pipeline was created
+ * over an existing sink, or someone wrote to it), the INSERT, run in a
+ * subtransaction, fails on the unique key and the rows are upserted instead.
+ */
+static void
+write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
+{
+	Datum	   *arrays;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool conflict = false;
+
+	if (rows->cols[0].n == 0)
+		return;
+	arrays = palloc(sizeof(Datum) * rows->ncols);
+	for (int c = 0; c < rows->ncols; c++)
+		arrays[c] = column_array(&rows->cols[c]);
+	if (upsert)
+		run_sink_write(w, arrays, true);
+	else
+	{
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(oldcxt);
+		PG_TRY();
+		{
+			run_sink_write(w, arrays, false);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
+			if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+				PG_RE_THROW();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+			conflict = true;
+		}
+		PG_END_TRY();
+		if (conflict)
+			run_sink_write(w, arrays, true);
+	}
 	pg_atomic_fetch_add_u64(&w->slot->records_out, rows->cols[0].n);
 }
 

@@ -116,6 +116,8 @@ analyze_over_source(Oid source, const char *targets, const char *where,
 	if (rte->rtekind != RTE_RELATION || rte->relid != source ||
 		list_length(query->jointree->fromlist) != 1)
 		refuse_shape(what, "it refers to relations other than the source");
+	if (query->hasWindowFuncs)
+		refuse_shape(what, "window functions are not supported");
 	if (query->cteList || query->groupClause || query->havingQual ||
 		query->sortClause || query->limitCount || query->limitOffset ||
 		query->distinctClause || query->setOperations || query->windowClause ||
@@ -200,6 +202,17 @@ plan_keys(WeirPlan *plan, Oid source, const char *key)
 		k->collation = exprCollation((Node *) tle->expr);
 		get_typlenbyval(k->type, &k->typlen, &k->typbyval);
 		k->name = column_name(tle, "key", i);
+		if (strcmp(k->name, "window_start") == 0 || strcmp(k->name, "window_end") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("key name \"%s\" is taken by the sink's window columns", k->name),
+					 errhint("Name the key with AS.")));
+		for (int j = 0; j < i - 1; j++)
+			if (strcmp(plan->keys[j].name, k->name) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("key name \"%s\" is used twice", k->name),
+						 errhint("Name each key with AS.")));
 		if (!key_type_supported(k->type, k->collation))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -479,33 +492,70 @@ weir_interval_usecs(Interval *interval, const char *what)
 	return interval->time + (int64) interval->day * USECS_PER_DAY;
 }
 
-/* Decode a weir.windowing value (see weir.tumbling() and friends). */
+static int64
+windowing_usecs(HeapTupleHeader tup, const char *field, const char *what)
+{
+	bool		isnull;
+	Datum		d = GetAttributeByName(tup, field, &isnull);
+	int64		us;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s of the windowing must not be null", what),
+				 errhint("Build windowings with weir.tumbling(), weir.hopping() or weir.session().")));
+	us = weir_interval_usecs(DatumGetIntervalP(d), what);
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a positive interval", what),
+				 errhint("Build windowings with weir.tumbling(), weir.hopping() or weir.session().")));
+	return us;
+}
+
+/*
+ * Decode and check a weir.windowing value.  The constructors check their
+ * arguments, but a value can also be written as a row literal, so every
+ * rule is checked here too.
+ */
 void
 weir_definition_windowing(Datum windowing, WeirWindowing *out)
 {
 	HeapTupleHeader tup = DatumGetHeapTupleHeader(windowing);
 	bool		isnull;
-	char	   *kind;
+	Datum		kindd = GetAttributeByName(tup, "kind", &isnull);
+	char	   *kind = isnull ? "" : TextDatumGetCString(kindd);
 
-	kind = TextDatumGetCString(GetAttributeByName(tup, "kind", &isnull));
 	if (strcmp(kind, "tumbling") == 0)
 	{
 		out->kind = WEIR_WINDOW_TUMBLING;
-		out->size = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "size", &isnull)), "size");
+		out->size = windowing_usecs(tup, "size", "window size");
 		out->slide = out->size;
 	}
 	else if (strcmp(kind, "hopping") == 0)
 	{
 		out->kind = WEIR_WINDOW_HOPPING;
-		out->size = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "size", &isnull)), "size");
-		out->slide = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "slide", &isnull)), "slide");
+		out->size = windowing_usecs(tup, "size", "window size");
+		out->slide = windowing_usecs(tup, "slide", "window slide");
+		if (out->slide > out->size)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("window slide must not be longer than the window size")));
+		if ((out->size + out->slide - 1) / out->slide > 64)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a record would fall into more than 64 hopping windows"),
+					 errhint("Use a longer slide.")));
 	}
 	else if (strcmp(kind, "session") == 0)
 	{
 		out->kind = WEIR_WINDOW_SESSION;
-		out->size = weir_interval_usecs(DatumGetIntervalP(GetAttributeByName(tup, "gap", &isnull)), "gap");
+		out->size = windowing_usecs(tup, "gap", "session gap");
 		out->slide = 0;
 	}
 	else
-		elog(ERROR, "unrecognized window kind: %s", kind);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown window kind \"%s\"", kind),
+				 errhint("Build windowings with weir.tumbling(), weir.hopping() or weir.session().")));
 }

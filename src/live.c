@@ -25,6 +25,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/dsa.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/acl.h"
@@ -66,18 +67,25 @@ weir_live_state(PG_FUNCTION_ARGS)
 	Copied	   *copies = NULL;
 	uint32		ncopies = 0;
 	Datum	   *keyvals;
+	int			nestlevel;
 
 	if (!weir_catalog_pipeline_by_name(name, &row))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("pipeline \"%s\" does not exist", name)));
+				 errmsg("pipeline \"%s\" does not exist", name),
+				 errhint("See weir.pipelines for the pipelines of this database.")));
 	if (!has_privs_of_role(GetUserId(), row.owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of pipeline \"%s\" to read its state", name)));
 	weir_definition_windowing(row.windowing, &windowing);
+	/* plan as the worker does: with the pipeline's own search_path */
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", row.search_path, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	plan = weir_definition_plan(row.source, row.key, row.event_time, row.aggregates,
 								row.filter, &windowing);
+	AtEOXact_GUC(true, nestlevel);
 	InitMaterializedSRF(fcinfo, 0);
 
 	slot = weir_shmem_pipeline(row.id, false);

@@ -252,7 +252,10 @@ check_sink(WeirPlan *plan, Oid sink)
 		if (!HeapTupleIsValid(tup))
 			continue;
 		index = (Form_pg_index) GETSTRUCT(tup);
-		if (index->indisunique && index->indnkeyatts == nkey && heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+		/* ON CONFLICT needs an immediate, total unique index on plain columns */
+		if (index->indisunique && index->indimmediate && index->indnkeyatts == nkey &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL))
 		{
 			for (int k = 0; k < nkey; k++)
 			{
@@ -275,7 +278,7 @@ check_sink(WeirPlan *plan, Oid sink)
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("sink \"%s\" has no unique key on its key columns and window_start",
 						get_rel_name(sink)),
-				 errdetail("Late records update rows already in the sink, which needs that key."),
+				 errdetail("Late records update rows already in the sink, which needs that key; partial, deferrable and expression indexes do not count."),
 				 errhint("Add a primary key, or let weir create the sink.")));
 	if (pg_class_aclcheck(sink, GetUserId(),
 						  ACL_INSERT | ACL_UPDATE |

@@ -602,8 +602,10 @@ weir_alter_topic_retention(PG_FUNCTION_ARGS)
 
 /*
  * weir._forget_topic(relid oid), called by the sql_drop event trigger for
- * every dropped table: if it was a topic, delete its catalog rows (consumers
- * and time index go by cascade) and free its partition slots at commit.
+ * every dropped table: a table a pipeline reads (its topic) or writes (its
+ * sink, its late records) cannot go; a topic's catalog rows are deleted
+ * (consumers and time index go by cascade) and its partition slots are
+ * freed at commit.
  */
 PG_FUNCTION_INFO_V1(weir_forget_topic);
 Datum
@@ -616,7 +618,7 @@ weir_forget_topic(PG_FUNCTION_ARGS)
 	if (reader)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot drop a topic that pipeline \"%s\" reads", reader),
+				 errmsg("cannot drop a table that pipeline \"%s\" reads or writes", reader),
 				 errhint("Drop the pipeline first with weir.drop_pipeline().")));
 	topic_id = weir_catalog_topic_delete(relid);
 

@@ -95,7 +95,11 @@ worker_error_context(void *arg)
 {
 	WeirWorker *w = (WeirWorker *) arg;
 
-	errcontext("while processing pipeline \"%s\"", w->row.name);
+	if (w->cur_part >= 0)
+		errcontext("while processing pipeline \"%s\" at topic \"%s\" partition %d position " INT64_FORMAT,
+				   w->row.name, w->source_name, w->cur_part, w->cur_pos);
+	else
+		errcontext("while processing pipeline \"%s\"", w->row.name);
 }
 
 static void
@@ -206,6 +210,7 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	bool	   *nulls = &w->batch_nulls[w->nbatch * plan->nargs];
 	bool		isnull;
 
+	w->cur_pos = position;
 	r->position = position;
 	r->kind = WEIR_ROW_OK;
 	r->keyoff = w->batch_keys.len;
@@ -419,6 +424,7 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	int64		last = start;
 	volatile bool failed = false;
 
+	w->cur_part = part;
 	w->nbatch = 0;
 	resetStringInfo(&w->batch_keys);
 	MemoryContextReset(w->batch_cxt);
@@ -457,6 +463,7 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	apply_batch(w, part);
 	MemoryContextSwitchTo(oldcxt);
 	LWLockRelease(&w->slot->lock);
+	w->cur_part = -1;
 	if (w->store->out_of_memory)
 		stop_out_of_memory(w);
 	w->pos[part] = last;
@@ -625,6 +632,7 @@ run(WeirWorker *w)
 			w->changed = false;
 			if (caught_up)
 				served = tickets;
+			publish(w, lag);	/* what waiters read next is this round's */
 			SpinLockAcquire(&w->slot->mutex);
 			w->slot->checkpoint_id = w->checkpoint_id;
 			w->slot->checkpoint_at = GetCurrentTimestamp();
@@ -690,6 +698,8 @@ setup(int32 id)
 	}
 	rel = table_open(w->row.source, AccessShareLock);
 	w->partitions = weir_topic_get(rel)->partitions;
+	w->source_name = pstrdup(RelationGetRelationName(rel));
+	w->cur_part = -1;
 	table_close(rel, AccessShareLock);
 
 	w->out_of_orderness = weir_interval_usecs(&w->row.out_of_orderness, "out_of_orderness");

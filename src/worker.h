@@ -57,6 +57,9 @@ typedef struct WeirWorker
 	WeirPipelineSlot *slot;
 	MemoryContext cxt;			/* worker lifetime */
 	int32		partitions;
+	char	   *source_name;	/* for error context */
+	int32		cur_part;		/* being read, for error context; -1: none */
+	int64		cur_pos;
 
 	/* source progress, per partition */
 	int64	   *pos;			/* last position processed */
