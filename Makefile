@@ -21,7 +21,8 @@ OBJS = \
 	src/pipeline.o \
 	src/worker.o \
 	src/checkpoint.o \
-	src/live.o
+	src/live.o \
+	src/sink.o
 
 EXTENSION = weir
 DATA = weir--0.1.sql

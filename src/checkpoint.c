@@ -45,6 +45,7 @@
 #include "aggregate.h"
 #include "catalog_pipeline.h"
 #include "clock.h"
+#include "sink.h"
 #include "worker.h"
 
 /* A growing array of Datums of one type, turned into a SQL array. */
@@ -188,6 +189,30 @@ sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
 	}
 }
 
+/* First emissions through the bulk path (sink.c), when the sink allows it. */
+static bool
+bulk_write(WeirWorker *w, SinkRows *rows)
+{
+	Datum	  **values;
+	bool	  **nulls;
+
+	/* checked at every checkpoint: a trigger added later must not be bypassed */
+	if (w->sink_map == NULL)
+		w->sink_map = MemoryContextAlloc(w->cxt, sizeof(int) * rows->ncols);
+	if (!weir_sink_bulk_eligible(w->row.sink, w->plan, w->sink_map))
+		return false;
+	values = palloc(sizeof(Datum *) * rows->ncols);
+	nulls = palloc(sizeof(bool *) * rows->ncols);
+	for (int c = 0; c < rows->ncols; c++)
+	{
+		values[c] = rows->cols[c].values;
+		nulls[c] = rows->cols[c].nulls;
+	}
+	weir_sink_bulk_insert(w->row.sink, w->sink_map, rows->ncols, values, nulls,
+						  rows->cols[0].n);
+	return true;
+}
+
 static void
 run_sink_write(WeirWorker *w, Datum *arrays, bool upsert)
 {
@@ -229,7 +254,8 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 		MemoryContextSwitchTo(oldcxt);
 		PG_TRY();
 		{
-			run_sink_write(w, arrays, false);
+			if (!bulk_write(w, rows))
+				run_sink_write(w, arrays, false);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);
 			CurrentResourceOwner = oldowner;

@@ -101,6 +101,7 @@ typedef struct WeirWorker
 	bool		changed;		/* anything to checkpoint */
 	SPIPlanPtr	sink_plan;		/* upsert: rows already emitted */
 	SPIPlanPtr	sink_insert_plan;	/* first emission of a window */
+	int		   *sink_map;		/* sink attribute of each of our columns (sink.c) */
 	SPIPlanPtr	sink_delete_plan;
 } WeirWorker;
 

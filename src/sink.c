@@ -1,0 +1,154 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink.c
+ *	  Writing new rows into a pipeline's sink table in bulk, the way COPY
+ *	  does: table_multi_insert() in batches, then each row's index entries.
+ *
+ * A checkpoint's first emission of windows is most of a pipeline's write
+ * work (one row per closed window), and going through INSERT ... SELECT
+ * FROM unnest() costs the executor per row.  This path skips the executor,
+ * so it is used only where the executor would add nothing: a plain table
+ * with no triggers, no row-level security, no CHECK constraints, no
+ * generated columns, exactly the pipeline's columns (in any order), NOT
+ * NULL only where weir never writes null, and INSERT granted to the current
+ * user (the pipeline's owner).  Anything else goes through SQL
+ * (catalog_pipeline.c).  Unique keys are still enforced by the index
+ * insertion, so a row already in the sink raises a unique violation, which
+ * checkpoint.c answers by upserting.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/sink.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "utils/acl.h"
+#include "utils/rel.h"
+
+#include "sink.h"
+
+#define SINK_BATCH 1000
+
+/*
+ * Whether the bulk path may write this sink; if so, map[i] is the sink
+ * attribute number (1-based) of the pipeline's i-th column (keys,
+ * window_start, window_end, aggregates).
+ */
+bool
+weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
+{
+	Relation	rel = table_open(sink, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			ncols = plan->nkeys + 2 + plan->naggs;
+	int			live = 0;
+	bool		ok;
+
+	ok = rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->trigdesc == NULL &&
+		!rel->rd_rel->relrowsecurity &&
+		(desc->constr == NULL ||
+		 (desc->constr->num_check == 0 && !desc->constr->has_generated_stored)) &&
+		pg_class_aclcheck(sink, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
+
+	for (int a = 0; ok && a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+		const char *name = NameStr(att->attname);
+		bool		found = false;
+
+		if (att->attisdropped)
+			continue;
+		live++;
+		for (int c = 0; c < ncols && !found; c++)
+		{
+			const char *mine = c < plan->nkeys ? plan->keys[c].name :
+				c == plan->nkeys ? "window_start" :
+				c == plan->nkeys + 1 ? "window_end" :
+				plan->aggs[c - plan->nkeys - 2].name;
+
+			if (strcmp(mine, name) == 0)
+			{
+				map[c] = a + 1;
+				found = true;
+				/* aggregates may be null: NOT NULL there needs the executor */
+				if (att->attnotnull && c >= plan->nkeys + 2)
+					ok = false;
+			}
+		}
+		if (!found)
+			ok = false;			/* a column weir does not fill (defaults...) */
+	}
+	table_close(rel, AccessShareLock);
+	return ok && live == ncols;
+}
+
+/*
+ * Insert nrows rows given column by column (values[c][r], nulls[c][r]),
+ * as the current user, in the current transaction.
+ */
+void
+weir_sink_bulk_insert(Oid sink, const int *map, int ncols, Datum **values,
+					  bool **nulls, int nrows)
+{
+	Relation	rel = table_open(sink, RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	BulkInsertState bistate = GetBulkInsertState();
+	CommandId	cid = GetCurrentCommandId(true);
+	TupleTableSlot *slots[SINK_BATCH];
+
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	for (int i = 0; i < SINK_BATCH; i++)
+		slots[i] = table_slot_create(rel, NULL);
+
+	for (int start = 0; start < nrows; start += SINK_BATCH)
+	{
+		int			n = Min(SINK_BATCH, nrows - start);
+
+		for (int i = 0; i < n; i++)
+		{
+			TupleTableSlot *slot = slots[i];
+
+			ExecClearTuple(slot);
+			memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
+			for (int c = 0; c < ncols; c++)
+			{
+				slot->tts_values[map[c] - 1] = values[c][start + i];
+				slot->tts_isnull[map[c] - 1] = nulls[c][start + i];
+			}
+			ExecStoreVirtualTuple(slot);
+		}
+		table_multi_insert(rel, slots, n, cid, 0, bistate);
+		for (int i = 0; i < n; i++)
+		{
+			List	   *recheck = NIL;
+
+			if (rri->ri_NumIndices > 0)
+				recheck = ExecInsertIndexTuples(rri, slots[i], estate, false,
+												false, NULL, NIL);
+			list_free(recheck);
+			ResetPerTupleExprContext(estate);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	for (int i = 0; i < SINK_BATCH; i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	FreeBulkInsertState(bistate);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+}

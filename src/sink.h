@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink.h
+ *	  Writing new rows into a pipeline's sink table in bulk.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/sink.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_SINK_H
+#define WEIR_SINK_H
+
+#include "definition.h"
+
+extern bool weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map);
+extern void weir_sink_bulk_insert(Oid sink, const int *map, int ncols,
+								  Datum **values, bool **nulls, int nrows);
+
+#endif							/* WEIR_SINK_H */
