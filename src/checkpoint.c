@@ -213,11 +213,15 @@ bulk_write(WeirWorker *w, SinkRows *rows)
 	return true;
 }
 
+/* Sink rows through SQL (INSERT, or upsert): one array per column. */
 static void
-run_sink_write(WeirWorker *w, Datum *arrays, bool upsert)
+run_sink_write(WeirWorker *w, SinkRows *rows, bool upsert)
 {
 	SPIPlanPtr *plan = upsert ? &w->sink_plan : &w->sink_insert_plan;
+	Datum	   *arrays = palloc(sizeof(Datum) * rows->ncols);
 
+	for (int c = 0; c < rows->ncols; c++)
+		arrays[c] = column_array(&rows->cols[c]);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (*plan == NULL)
@@ -236,18 +240,14 @@ run_sink_write(WeirWorker *w, Datum *arrays, bool upsert)
 static void
 write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 {
-	Datum	   *arrays;
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	volatile bool conflict = false;
 
 	if (rows->cols[0].n == 0)
 		return;
-	arrays = palloc(sizeof(Datum) * rows->ncols);
-	for (int c = 0; c < rows->ncols; c++)
-		arrays[c] = column_array(&rows->cols[c]);
 	if (upsert)
-		run_sink_write(w, arrays, true);
+		run_sink_write(w, rows, true);
 	else
 	{
 		BeginInternalSubTransaction(NULL);
@@ -255,7 +255,7 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 		PG_TRY();
 		{
 			if (!bulk_write(w, rows))
-				run_sink_write(w, arrays, false);
+				run_sink_write(w, rows, false);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);
 			CurrentResourceOwner = oldowner;
@@ -276,7 +276,7 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 		}
 		PG_END_TRY();
 		if (conflict)
-			run_sink_write(w, arrays, true);
+			run_sink_write(w, rows, true);
 	}
 	pg_atomic_fetch_add_u64(&w->slot->records_out, rows->cols[0].n);
 }
