@@ -208,8 +208,8 @@ bulk_write(WeirWorker *w, SinkRows *rows)
 		values[c] = rows->cols[c].values;
 		nulls[c] = rows->cols[c].nulls;
 	}
-	weir_sink_bulk_insert(w->row.sink, w->sink_map, rows->ncols, values, nulls,
-						  rows->cols[0].n);
+	weir_sink_bulk_insert(w->row.sink, w->plan, w->sink_map, rows->ncols, values,
+						  nulls, rows->cols[0].n);
 	return true;
 }
 

@@ -29,16 +29,78 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "parser/parse_oper.h"
 #include "utils/acl.h"
+#include "utils/sortsupport.h"
 #include "utils/rel.h"
 
 #include "sink.h"
 
 #define SINK_BATCH 1000
+
+/* Sorting rows into the sink key's order: keys, then window_start. */
+typedef struct RowOrder
+{
+	int			nkeys;			/* sort columns: the pipeline's keys + window_start */
+	Datum	  **values;			/* column arrays, as given */
+	SortSupportData *ssup;		/* [nkeys] */
+} RowOrder;
+
+static int
+compare_rows(const void *a, const void *b, void *arg)
+{
+	RowOrder   *order = (RowOrder *) arg;
+	int			ra = *(const int *) a;
+	int			rb = *(const int *) b;
+
+	for (int k = 0; k < order->nkeys; k++)
+	{
+		int			cmp = ApplySortComparator(order->values[k][ra], false,
+											  order->values[k][rb], false,
+											  &order->ssup[k]);
+
+		if (cmp != 0)
+			return cmp;
+	}
+	return 0;
+}
+
+/*
+ * The rows' order along the sink's unique key (key columns, window_start),
+ * so that index insertion walks the btree instead of landing on a random
+ * page per row.  Key columns are never null.
+ */
+static int *
+key_order(WeirPlan *plan, Datum **values, int nrows)
+{
+	RowOrder	order;
+	int		   *rows = palloc(sizeof(int) * Max(nrows, 1));
+
+	order.nkeys = plan->nkeys + 1;
+	order.values = values;
+	order.ssup = palloc0(sizeof(SortSupportData) * order.nkeys);
+	for (int k = 0; k < order.nkeys; k++)
+	{
+		Oid			type = k < plan->nkeys ? plan->keys[k].type : TIMESTAMPTZOID;
+		Oid			collation = k < plan->nkeys ? plan->keys[k].collation : InvalidOid;
+		Oid			lt;
+
+		get_sort_group_operators(type, true, false, false, &lt, NULL, NULL, NULL);
+		order.ssup[k].ssup_cxt = CurrentMemoryContext;
+		order.ssup[k].ssup_collation = collation;
+		order.ssup[k].ssup_nulls_first = false;
+		PrepareSortSupportFromOrderingOp(lt, &order.ssup[k]);
+	}
+	for (int r = 0; r < nrows; r++)
+		rows[r] = r;
+	qsort_arg(rows, nrows, sizeof(int), compare_rows, &order);
+	return rows;
+}
 
 /*
  * Whether the bulk path may write this sink; if so, map[i] is the sink
@@ -98,9 +160,10 @@ weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
  * as the current user, in the current transaction.
  */
 void
-weir_sink_bulk_insert(Oid sink, const int *map, int ncols, Datum **values,
-					  bool **nulls, int nrows)
+weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map, int ncols,
+					  Datum **values, bool **nulls, int nrows)
 {
+	int		   *order = key_order(plan, values, nrows);
 	Relation	rel = table_open(sink, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	EState	   *estate = CreateExecutorState();
@@ -126,8 +189,8 @@ weir_sink_bulk_insert(Oid sink, const int *map, int ncols, Datum **values,
 			memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
 			for (int c = 0; c < ncols; c++)
 			{
-				slot->tts_values[map[c] - 1] = values[c][start + i];
-				slot->tts_isnull[map[c] - 1] = nulls[c][start + i];
+				slot->tts_values[map[c] - 1] = values[c][order[start + i]];
+				slot->tts_isnull[map[c] - 1] = nulls[c][order[start + i]];
 			}
 			ExecStoreVirtualTuple(slot);
 		}
@@ -151,4 +214,5 @@ weir_sink_bulk_insert(Oid sink, const int *map, int ncols, Datum **values,
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
+	pfree(order);
 }

@@ -16,7 +16,8 @@
 #include "definition.h"
 
 extern bool weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map);
-extern void weir_sink_bulk_insert(Oid sink, const int *map, int ncols,
-								  Datum **values, bool **nulls, int nrows);
+extern void weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map,
+								  int ncols, Datum **values, bool **nulls,
+								  int nrows);
 
 #endif							/* WEIR_SINK_H */
