@@ -594,6 +594,7 @@ run(WeirWorker *w)
 		int64		tickets;
 		bool		caught_up;
 		bool		checkpoint;
+		TimestampTz checkpoint_started = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -623,6 +624,7 @@ run(WeirWorker *w)
 		if (checkpoint)
 		{
 			pgstat_report_activity(STATE_RUNNING, "weir: checkpoint");
+			checkpoint_started = weir_clock_now();
 			weir_checkpoint_write(w, Min(w->next_checkpoint, now));
 		}
 		end_round();
@@ -640,9 +642,17 @@ run(WeirWorker *w)
 			SpinLockRelease(&w->slot->mutex);
 			ConditionVariableBroadcast(&w->slot->checkpoint_cv);
 		}
-		/* the interval runs from the end of a checkpoint, so they never bunch */
-		if (checkpoint || now >= w->next_checkpoint)
-			w->next_checkpoint = weir_clock_now() + w->checkpoint_interval;
+		/*
+		 * As Flink's: the interval runs from the start of one checkpoint to
+		 * the next, with a pause of a quarter interval after each, so that
+		 * checkpoints longer than the interval do not follow each other back
+		 * to back.
+		 */
+		if (checkpoint)
+			w->next_checkpoint = Max(checkpoint_started + w->checkpoint_interval,
+									 weir_clock_now() + w->checkpoint_interval / 4);
+		else if (now >= w->next_checkpoint)
+			w->next_checkpoint = now + w->checkpoint_interval;	/* nothing changed */
 		publish(w, lag);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
