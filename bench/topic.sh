@@ -142,12 +142,13 @@ CREATE FUNCTION bench_read_plain() RETURNS bigint LANGUAGE plpgsql
 	SET enable_seqscan = off SET enable_bitmapscan = off SET enable_indexonlyscan = off
 AS \$\$
 DECLARE
-	p int; a bigint; c bigint; total bigint := 0;
+	p int; a bigint; c bigint; last bigint; total bigint := 0;
 BEGIN
 	FOR p IN 0..3 LOOP
 		a := 0;
 		LOOP
-			SELECT count(*) INTO c FROM bp WHERE part = p AND pos > a AND pos <= a + $PAGE;
+			-- the same work as the weir.read loop: rows and the last position
+			SELECT count(*), max(pos) INTO c, last FROM bp WHERE part = p AND pos > a AND pos <= a + $PAGE;
 			EXIT WHEN c = 0;
 			total := total + c;
 			a := a + $PAGE;
@@ -162,12 +163,12 @@ CREATE FUNCTION bench_read_topic_plain() RETURNS bigint LANGUAGE plpgsql
 	SET enable_seqscan = off SET enable_bitmapscan = off SET enable_indexonlyscan = off
 AS \$\$
 DECLARE
-	p int; a bigint; c bigint; total bigint := 0;
+	p int; a bigint; c bigint; last bigint; total bigint := 0;
 BEGIN
 	FOR p IN 0..3 LOOP
 		a := 0;
 		LOOP
-			SELECT count(*) INTO c FROM bt WHERE part = p AND pos > a AND pos <= a + $PAGE;
+			SELECT count(*), max(pos) INTO c, last FROM bt WHERE part = p AND pos > a AND pos <= a + $PAGE;
 			EXIT WHEN c = 0;
 			total := total + c;
 			a := a + $PAGE;
@@ -183,13 +184,13 @@ CREATE FUNCTION bench_read_topic_sql() RETURNS bigint LANGUAGE plpgsql
 	SET enable_seqscan = off SET enable_bitmapscan = off SET enable_indexonlyscan = off
 AS \$\$
 DECLARE
-	p int; a bigint; c bigint; stable bigint; total bigint := 0;
+	p int; a bigint; c bigint; last bigint; stable bigint; total bigint := 0;
 BEGIN
 	FOR p IN 0..3 LOOP
 		a := 0;
 		stable := weir.stable_position('bt', p);
 		WHILE a < stable LOOP
-			SELECT count(*) INTO c FROM bt
+			SELECT count(*), max(pos) INTO c, last FROM bt
 			 WHERE part = p AND pos > a AND pos <= least(a + $PAGE, stable);
 			total := total + c;
 			a := least(a + $PAGE, stable);
