@@ -601,6 +601,13 @@ weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull)
 	return result;
 }
 
+/* Bytes held by generic states in this process (a walk over their contexts). */
+int64
+weir_agg_generic_bytes(void)
+{
+	return generic_parent ? (int64) MemoryContextMemAllocated(generic_parent, true) : 0;
+}
+
 /* Free the local states of a window's generic aggregates. */
 void
 weir_agg_free_generic(WeirPlan *plan, char *states)

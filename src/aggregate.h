@@ -23,6 +23,7 @@ extern void weir_agg_generic_accum(WeirAggSpec *agg, char *states, Datum *args,
 extern void weir_agg_generic_combine(WeirAggSpec *agg, char *into, char *from);
 extern Datum weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull);
 extern void weir_agg_free_generic(WeirPlan *plan, char *states);
+extern int64 weir_agg_generic_bytes(void);
 extern bytea *weir_agg_states_image(WeirPlan *plan, char *states);
 extern bool weir_agg_states_restore(WeirPlan *plan, char *states, const char *image,
 									Size len);

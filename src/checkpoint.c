@@ -281,6 +281,22 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 	pg_atomic_fetch_add_u64(&w->slot->records_out, rows->cols[0].n);
 }
 
+/* A retired window's row, from the values computed when it retired. */
+static void
+sink_rows_add_finals(SinkRows *s, WeirRetired *r)
+{
+	WeirPlan   *plan = s->plan;
+	int			c = 0;
+
+	weir_checkpoint_decode_key(plan, r->key, s->keyvals);
+	for (int i = 0; i < plan->nkeys; i++)
+		column_add(&s->cols[c++], s->keyvals[i], false);
+	column_add(&s->cols[c++], TimestampTzGetDatum(r->start), false);
+	column_add(&s->cols[c++], TimestampTzGetDatum(r->end), false);
+	for (int i = 0; i < plan->naggs; i++)
+		column_add(&s->cols[c++], r->finals[i], r->final_nulls[i]);
+}
+
 static double
 ms_since(TimestampTz from, TimestampTz to)
 {
@@ -375,7 +391,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		WeirRetired *r = lfirst(lc);
 
 		if (r->write_sink)
-			sink_rows_add(r->emitted ? &sink : &fresh, r->key, r->start, r->end, r->states);
+			sink_rows_add_finals(r->emitted ? &sink : &fresh, r);
 		if (r->retract_sink)
 		{
 			weir_checkpoint_decode_key(plan, r->key, sink.keyvals);

@@ -226,6 +226,8 @@ weir_window_store_create(WeirPlan *plan, dsa_area *area, int64 limit,
 
 	store = MemoryContextAllocZero(cxt, sizeof(WeirWindowStore));
 	store->cxt = cxt;
+	store->retired_cxt = AllocSetContextCreate(cxt, "weir retired windows",
+											   ALLOCSET_DEFAULT_SIZES);
 	store->plan = plan;
 	store->area = area;
 	store->limit = limit;
@@ -389,9 +391,9 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 	bool		persisted = (w->flags & WEIR_WINDOW_PERSISTED) != 0;
 	bool		sink_dirty = !merged && (w->flags & WEIR_WINDOW_SINK_DIRTY) != 0;
 
-	if (persisted || sink_dirty || (merged && fired) || store->plan->has_generic)
+	if (persisted || sink_dirty || (merged && fired))
 	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(store->cxt);
+		MemoryContext oldcxt = MemoryContextSwitchTo(store->retired_cxt);
 		WeirRetired *r = palloc0(sizeof(WeirRetired));
 
 		r->key = palloc(w->keylen);
@@ -403,15 +405,25 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 		r->write_sink = sink_dirty;
 		r->retract_sink = merged && fired;
 		r->emitted = (w->flags & WEIR_WINDOW_EMITTED) != 0;
-		if (r->write_sink || store->plan->has_generic)
+		if (r->write_sink)
 		{
-			/* generic states are freed once the checkpoint no longer needs them */
-			r->states = palloc(root->state_size);
-			memcpy(r->states, weir_window_states(root, w), root->state_size);
+			/*
+			 * Its last row's values now, so that no state (generic states
+			 * can be large) outlives the window until the checkpoint.
+			 */
+			WeirPlan   *plan = store->plan;
+
+			r->finals = palloc(sizeof(Datum) * plan->naggs);
+			r->final_nulls = palloc(sizeof(bool) * plan->naggs);
+			for (int i = 0; i < plan->naggs; i++)
+				r->finals[i] = weir_agg_final(&plan->aggs[i], weir_window_states(root, w),
+											  &r->final_nulls[i]);
 		}
 		store->retired = lappend(store->retired, r);
 		MemoryContextSwitchTo(oldcxt);
 	}
+	if (store->plan->has_generic)
+		weir_agg_free_generic(store->plan, weir_window_states(root, w));
 	unindex(store, w);
 	store_free(store, dp, window_size(root, w->keylen));
 }
@@ -642,22 +654,8 @@ maybe_shrink(WeirWindowStore *store)
 void
 weir_window_forget_retired(WeirWindowStore *store)
 {
-	ListCell   *lc;
-
-	foreach(lc, store->retired)
-	{
-		WeirRetired *r = lfirst(lc);
-
-		pfree(r->key);
-		if (r->states)
-		{
-			weir_agg_free_generic(store->plan, r->states);
-			pfree(r->states);
-		}
-		pfree(r);
-	}
-	list_free(store->retired);
 	store->retired = NIL;
+	MemoryContextReset(store->retired_cxt);
 }
 
 void

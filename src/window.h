@@ -72,7 +72,8 @@ typedef struct WeirRetired
 	bool		delete_state;	/* its state row must go */
 	bool		retract_sink;	/* its sink row must go (a session that merged) */
 	bool		emitted;		/* a checkpoint already wrote its sink row */
-	char	   *states;			/* copy, when write_sink */
+	Datum	   *finals;			/* aggregate results, when write_sink */
+	bool	   *final_nulls;
 } WeirRetired;
 
 typedef struct WeirWindowStore
@@ -87,6 +88,7 @@ typedef struct WeirWindowStore
 	HTAB	   *buckets;		/* tumbling, hopping: window lists by start */
 	HTAB	   *sessions;		/* session: window lists by key */
 	List	   *retired;		/* WeirRetired *, until the next checkpoint */
+	MemoryContext retired_cxt;	/* holds them; reset after each checkpoint */
 } WeirWindowStore;
 
 /* Iterating over the windows of a store */

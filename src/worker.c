@@ -538,7 +538,7 @@ publish(WeirWorker *w, int64 lag)
 	SpinLockAcquire(&w->slot->mutex);
 	w->slot->watermark = w->watermark;
 	w->slot->windows = w->store->root->used;
-	w->slot->state_bytes = w->store->root->bytes;
+	w->slot->state_bytes = w->store->root->bytes + w->local_bytes;
 	w->slot->lag_rows = lag;
 	SpinLockRelease(&w->slot->mutex);
 }
@@ -615,6 +615,14 @@ run(WeirWorker *w)
 			w->store->retired != NIL)
 			w->changed = true;
 		LWLockRelease(&w->slot->lock);
+
+		/* generic-aggregate states live in this process: they count too */
+		if (w->plan->has_generic)
+		{
+			w->local_bytes = weir_agg_generic_bytes();
+			if (w->store->root->bytes + w->local_bytes > w->row.max_state_memory)
+				stop_out_of_memory(w);
+		}
 		if (got > 0)
 			w->changed = true;
 

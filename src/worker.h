@@ -75,6 +75,7 @@ typedef struct WeirWorker
 
 	WeirWindowStore *store;
 	dsa_area   *area;			/* the pipeline's state, in DSA */
+	int64		local_bytes;	/* generic-aggregate states in this process */
 
 	/* expression evaluation against a slot of the topic table */
 	EState	   *estate;
