@@ -515,8 +515,14 @@ restore_window(void *arg, bytea *key, TimestampTz start, TimestampTz end,
 				 errmsg("corrupted checkpoint of pipeline \"%s\": bad state row",
 						w->row.name),
 				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
-	/* a restored window may have a row in the sink (fired, or emit updates) */
-	win->flags = WEIR_WINDOW_PERSISTED | WEIR_WINDOW_EMITTED | (fired ? WEIR_WINDOW_FIRED : 0);
+	/*
+	 * A restored window has a row in the sink if it fired, or if the pipeline
+	 * emits updates (written at an earlier checkpoint); otherwise its first
+	 * row is still to come, as an INSERT (which a topic sink needs).
+	 */
+	win->flags = WEIR_WINDOW_PERSISTED |
+		(fired ? WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED : 0) |
+		(w->emit_updates ? WEIR_WINDOW_EMITTED : 0);
 }
 
 /*

@@ -226,6 +226,37 @@ check_sink_column(Oid sink, const char *name, Oid type)
 						format_type_be(type))));
 }
 
+/*
+ * A topic as sink chains pipelines: the worker INSERTs each window's row
+ * into it in the checkpoint transaction, through the topic's producer
+ * trigger, so the next pipeline reads it only once that commits.  A topic
+ * is append-only, so each window must emit exactly one row: emit 'final',
+ * no allowed lateness, and no session windows (whose rows move).
+ */
+static void
+check_topic_sink(WeirPlan *plan, Oid sink, WeirPipelineRow *row)
+{
+	if (strcmp(row->emit, "final") != 0 ||
+		weir_interval_usecs(&row->allowed_lateness, "allowed_lateness") != 0 ||
+		plan->windowing.kind == WEIR_WINDOW_SESSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a topic sink takes exactly one row per window"),
+				 errdetail("Topics are append-only; late updates, emit 'updates' and session windows would change rows already written."),
+				 errhint("Use emit 'final', no allowed_lateness and tumbling or hopping windows, or a table as sink.")));
+	for (int i = 0; i < plan->nkeys; i++)
+		check_sink_column(sink, plan->keys[i].name, plan->keys[i].type);
+	check_sink_column(sink, "window_start", TIMESTAMPTZOID);
+	check_sink_column(sink, "window_end", TIMESTAMPTZOID);
+	for (int i = 0; i < plan->naggs; i++)
+		check_sink_column(sink, plan->aggs[i].name, plan->aggs[i].resulttype);
+	if (pg_class_aclcheck(sink, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to produce to topic \"%s\"", get_rel_name(sink)),
+				 errhint("The pipeline writes with its owner's privileges, which need INSERT on the topic.")));
+}
+
 /* An existing sink must have the columns and a unique key to upsert on. */
 static void
 check_sink(WeirPlan *plan, Oid sink)
@@ -398,7 +429,21 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 		sink = RangeVarGetRelid(rv, NoLock, false);
 	}
 	else
-		check_sink(plan, sink);
+	{
+		Relation	sinkrel = table_open(sink, AccessShareLock);
+		bool		is_topic = weir_topic_lookup(sinkrel) != NULL;
+
+		table_close(sinkrel, AccessShareLock);
+		if (sink == row.source)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("a pipeline cannot write to its own source"),
+					 errhint("Chain pipelines through a second topic.")));
+		if (is_topic)
+			check_topic_sink(plan, sink, &row);
+		else
+			check_sink(plan, sink);
+	}
 	row.sink = sink;
 
 	late_name = text_arg(fcinfo, 14, "late_records", false);

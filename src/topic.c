@@ -573,7 +573,7 @@ weir_drop_topic(PG_FUNCTION_ARGS)
 	if (reader)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot drop topic \"%s\" because pipeline \"%s\" reads it",
+				 errmsg("cannot drop topic \"%s\" because pipeline \"%s\" reads or writes it",
 						get_rel_name(relid), reader),
 				 errhint("Drop the pipeline first with weir.drop_pipeline().")));
 	/* the sql_drop event trigger forgets the topic (weir_forget_topic) */
