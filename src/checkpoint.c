@@ -168,9 +168,13 @@ sink_rows_init(SinkRows *s, WeirPlan *plan)
 		column_init(&s->cols[c++], plan->aggs[i].resulttype);
 }
 
+/*
+ * One sink row: the key image decoded, the window, and the aggregate values
+ * (finals, nulls), or computed from `states` when finals is NULL.
+ */
 static void
 sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
-			  char *states)
+			  char *states, Datum *finals, bool *nulls)
 {
 	WeirPlan   *plan = s->plan;
 	int			c = 0;
@@ -183,8 +187,15 @@ sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
 	for (int i = 0; i < plan->naggs; i++)
 	{
 		bool		isnull;
-		Datum		v = weir_agg_final(&plan->aggs[i], states, &isnull);
+		Datum		v;
 
+		if (finals)
+		{
+			v = finals[i];
+			isnull = nulls[i];
+		}
+		else
+			v = weir_agg_final(&plan->aggs[i], states, &isnull);
 		column_add(&s->cols[c++], v, isnull);
 	}
 }
@@ -281,22 +292,6 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 	pg_atomic_fetch_add_u64(&w->slot->records_out, rows->cols[0].n);
 }
 
-/* A retired window's row, from the values computed when it retired. */
-static void
-sink_rows_add_finals(SinkRows *s, WeirRetired *r)
-{
-	WeirPlan   *plan = s->plan;
-	int			c = 0;
-
-	weir_checkpoint_decode_key(plan, r->key, s->keyvals);
-	for (int i = 0; i < plan->nkeys; i++)
-		column_add(&s->cols[c++], s->keyvals[i], false);
-	column_add(&s->cols[c++], TimestampTzGetDatum(r->start), false);
-	column_add(&s->cols[c++], TimestampTzGetDatum(r->end), false);
-	for (int i = 0; i < plan->naggs; i++)
-		column_add(&s->cols[c++], r->finals[i], r->final_nulls[i]);
-}
-
 static double
 ms_since(TimestampTz from, TimestampTz to)
 {
@@ -365,7 +360,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		if (win->flags & WEIR_WINDOW_SINK_DIRTY)
 		{
 			sink_rows_add((win->flags & WEIR_WINDOW_EMITTED) ? &sink : &fresh,
-						  win->data, win->start, end, states);
+						  win->data, win->start, end, states, NULL, NULL);
 			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
 			win->flags |= WEIR_WINDOW_EMITTED;
 		}
@@ -391,7 +386,8 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		WeirRetired *r = lfirst(lc);
 
 		if (r->write_sink)
-			sink_rows_add_finals(r->emitted ? &sink : &fresh, r);
+			sink_rows_add(r->emitted ? &sink : &fresh, r->key, r->start, r->end,
+						  NULL, r->finals, r->final_nulls);
 		if (r->retract_sink)
 		{
 			weir_checkpoint_decode_key(plan, r->key, sink.keyvals);

@@ -226,6 +226,18 @@ check_sink_column(Oid sink, const char *name, Oid type)
 						format_type_be(type))));
 }
 
+/* The sink has every column the pipeline writes, with its type. */
+static void
+check_sink_columns(WeirPlan *plan, Oid sink)
+{
+	for (int i = 0; i < plan->nkeys; i++)
+		check_sink_column(sink, plan->keys[i].name, plan->keys[i].type);
+	check_sink_column(sink, "window_start", TIMESTAMPTZOID);
+	check_sink_column(sink, "window_end", TIMESTAMPTZOID);
+	for (int i = 0; i < plan->naggs; i++)
+		check_sink_column(sink, plan->aggs[i].name, plan->aggs[i].resulttype);
+}
+
 /*
  * A topic as sink chains pipelines: the worker INSERTs each window's row
  * into it in the checkpoint transaction, through the topic's producer
@@ -244,12 +256,7 @@ check_topic_sink(WeirPlan *plan, Oid sink, WeirPipelineRow *row)
 				 errmsg("a topic sink takes exactly one row per window"),
 				 errdetail("Topics are append-only; late updates, emit 'updates' and session windows would change rows already written."),
 				 errhint("Use emit 'final', no allowed_lateness and tumbling or hopping windows, or a table as sink.")));
-	for (int i = 0; i < plan->nkeys; i++)
-		check_sink_column(sink, plan->keys[i].name, plan->keys[i].type);
-	check_sink_column(sink, "window_start", TIMESTAMPTZOID);
-	check_sink_column(sink, "window_end", TIMESTAMPTZOID);
-	for (int i = 0; i < plan->naggs; i++)
-		check_sink_column(sink, plan->aggs[i].name, plan->aggs[i].resulttype);
+	check_sink_columns(plan, sink);
 	if (pg_class_aclcheck(sink, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -267,12 +274,7 @@ check_sink(WeirPlan *plan, Oid sink)
 	bool		has_key = false;
 	int			nkey = plan->nkeys + 1;
 
-	for (int i = 0; i < plan->nkeys; i++)
-		check_sink_column(sink, plan->keys[i].name, plan->keys[i].type);
-	check_sink_column(sink, "window_start", TIMESTAMPTZOID);
-	check_sink_column(sink, "window_end", TIMESTAMPTZOID);
-	for (int i = 0; i < plan->naggs; i++)
-		check_sink_column(sink, plan->aggs[i].name, plan->aggs[i].resulttype);
+	check_sink_columns(plan, sink);
 
 	foreach(lc, indexes)
 	{

@@ -133,10 +133,20 @@ init_expressions(WeirWorker *w)
 	w->filter_expr = plan->filter ?
 		ExecInitQual(list_make1(expression_planner(plan->filter)), NULL) : NULL;
 	w->arg_exprs = palloc0(sizeof(ExprState *) * Max(plan->nargs, 1));
+	w->arg_copy_len = palloc0(sizeof(int16) * Max(plan->nargs, 1));
 	for (int i = 0; i < plan->naggs; i++)
 		for (int j = 0; j < plan->aggs[i].nargs; j++)
-			w->arg_exprs[plan->aggs[i].argoffset + j] =
-				ExecInitExpr(expression_planner(plan->aggs[i].args[j]), NULL);
+		{
+			int			n = plan->aggs[i].argoffset + j;
+			int16		len;
+			bool		byval;
+
+			w->arg_exprs[n] = ExecInitExpr(expression_planner(plan->aggs[i].args[j]), NULL);
+			/* fast-path arguments are by value; generic ones may not be */
+			get_typlenbyval(exprType((Node *) plan->aggs[i].args[j]), &len, &byval);
+			if (plan->aggs[i].kind == WEIR_AGG_GENERIC && !byval)
+				w->arg_copy_len[n] = len;
+		}
 	initStringInfo(&w->batch_keys);
 	w->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS);
 	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * Max(plan->nargs, 1));
@@ -246,22 +256,13 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	for (int i = 0; i < plan->nargs; i++)
 	{
 		Datum		v = ExecEvalExprSwitchContext(w->arg_exprs[i], econtext, &nulls[i]);
-		WeirAggSpec *agg = NULL;
 
 		/* by-reference arguments must outlive this row: copy them */
-		for (int a = 0; a < plan->naggs && !nulls[i]; a++)
-			if (i >= plan->aggs[a].argoffset && i < plan->aggs[a].argoffset + plan->aggs[a].nargs)
-				agg = &plan->aggs[a];
-		if (agg && agg->kind == WEIR_AGG_GENERIC)
+		if (w->arg_copy_len[i] != 0 && !nulls[i])
 		{
-			Oid			type = exprType((Node *) agg->args[i - agg->argoffset]);
-			int16		len;
-			bool		byval;
-			MemoryContext oldcxt;
+			MemoryContext oldcxt = MemoryContextSwitchTo(w->batch_cxt);
 
-			get_typlenbyval(type, &len, &byval);
-			oldcxt = MemoryContextSwitchTo(w->batch_cxt);
-			v = datumCopy(v, byval, len);
+			v = datumCopy(v, false, w->arg_copy_len[i]);
 			MemoryContextSwitchTo(oldcxt);
 		}
 		values[i] = v;
@@ -331,6 +332,9 @@ apply_batch(WeirWorker *w, int32 part)
 	WeirPlan   *plan = w->plan;
 	TimestampTz starts[WEIR_MAX_HOPS];
 
+	/* counted per batch: the counter is shared, a per-record atomic is not free */
+	w->records_since += w->nbatch;
+	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
 	for (int b = 0; b < w->nbatch; b++)
 	{
 		WeirEvalRow *r = &w->batch[b];
@@ -340,8 +344,6 @@ apply_batch(WeirWorker *w, int32 part)
 		bool		placed = false;
 		int			nstarts = 0;
 
-		w->records_since++;
-		pg_atomic_fetch_add_u64(&w->slot->records_in, 1);
 		if (r->kind == WEIR_ROW_FILTERED)
 		{
 			if (r->t > w->max_event_time[part])

@@ -84,6 +84,8 @@ typedef struct WeirWorker
 	ExprState  *event_time_expr;
 	ExprState  *filter_expr;
 	ExprState **arg_exprs;		/* [plan->nargs]: every aggregate's arguments */
+	int16	   *arg_copy_len;	/* [plan->nargs]: typlen of by-reference
+								 * arguments to copy (generic path); 0: none */
 
 	/* a batch of one partition, evaluated before it touches state */
 	WeirEvalRow *batch;			/* [WEIR_BATCH_ROWS] */
