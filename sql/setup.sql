@@ -28,6 +28,6 @@ END $$;
 SELECT backend_type, datname = current_database() AS in_this_database
   FROM pg_stat_activity WHERE backend_type = 'weir launcher';
 
--- GUC prefix is reserved: a typo is an error, not a silent placeholder
+-- the GUC prefix is reserved: a misspelt weir setting is an error
 SET weir.no_such_setting = 1;
 \echo :LAST_ERROR_SQLSTATE

@@ -18,6 +18,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(usleep time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use WeirBench;
 
 my $target    = $ENV{WEIR_TAP_ROWS} // 200_000;
 my $seed      = $ENV{WEIR_TAP_SEED} // (int(time()) ^ $$);
@@ -74,81 +77,11 @@ PostgreSQL::Test::Utils::append_to_file(
 \sleep 5 ms
 });
 
-my %bench;    # name => { h => harness, out => \$, err => \$ }
 
 
-# Wait until the server accepts connections again.  (poll_query_until
-# feeds its query to psql's stdin, and dies of EPIPE when psql has already
-# given up on a server still in recovery; pg_isready reads nothing.)
-sub wait_server_up
-{
-	my $until = time + $PostgreSQL::Test::Utils::timeout_default;
-	while (time < $until)
-	{
-		my ($out, $err);
-		return 1
-		  if IPC::Run::run(
-			[ 'pg_isready', '-q', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
-			'<', \undef, '>', \$out, '2>', \$err);
-		usleep(100_000);
-	}
-	return 0;
-}
 
-sub start_bench
-{
-	my ($name, $script, $clients) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGAPPNAME} = "weir_$name";
-	my @cmd = (
-		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
-		'-c', $clients, '-j', 2, '-T', 600, '-f', $script, 'postgres');
-	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', \$out, '2>', \$err);
-	$bench{$name} = { h => $h, out => \$out, err => \$err };
-	return;
-}
 
-sub bench_running
-{
-	my ($name) = @_;
-	my $b = $bench{$name};
-	return 0 unless $b;
-	$b->{h}->pump_nb;
-	return 1 if $b->{h}->pumpable;
-	$b->{h}->finish;
-	return 0;
-}
 
-# Wait for a pgbench to end by itself (its connections were lost), or stop it.
-sub end_bench
-{
-	my ($name, $stop) = @_;
-	my $b = $bench{$name};
-	return unless $b;
-	$b->{h}->signal('TERM') if $stop;
-	my $until = time + 60;
-	while (bench_running($name))
-	{
-		if (time > $until)
-		{
-			diag "pgbench $name does not end; killing it";
-			$b->{h}->kill_kill;
-			last;
-		}
-		usleep(100_000);
-	}
-	my $err = ${ $b->{err} };
-	# connection losses are expected after a crash; anything else is noted
-	my @other = grep {
-		!/server closed the connection|terminating connection|connection to server|
-		  aborted\ in\ command|Run\ was\ aborted|no\ connection\ to\ the\ server|
-		  could\ not\ receive\ data|This\ probably\ means|before\ or\ while\ processing|
-		  ^(WARNING|DETAIL|HINT):|perhaps\ the\ backend\ died|^\s*$/x
-	} split /\n/, $err;
-	diag "pgbench $name: $_" for @other;
-	delete $bench{$name};
-	return;
-}
 
 sub committed_rows
 {
@@ -174,8 +107,8 @@ my $crash2_at = int($target * (0.50 + rand(0.25)));
 my $crashes   = 0;
 note "crash 1 at >= $crash1_at rows, crash 2 at >= $crash2_at rows";
 
-start_bench('producer', $producer_script, $producers);
-start_bench('reader',   $reader_script,   2);
+start_bench($node, 'producer', $producer_script, $producers);
+start_bench($node, 'reader',   $reader_script,   2);
 
 my $t0 = time;
 my $rows = 0;
@@ -209,12 +142,12 @@ SELECT pid FROM pg_stat_activity
 		note "crash 1 at $rows rows: kill -9 of backend $pid";
 		kill 'KILL', $pid;
 		$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
-		ok(wait_server_up(), 'server back after kill -9 of a backend');
+		ok(wait_server_up($node), 'server back after kill -9 of a backend');
 		end_bench('producer', 0);
 		end_bench('reader',   0);
 		$crashes = 1;
-		start_bench('producer', $producer_script, $producers);
-		start_bench('reader',   $reader_script,   2);
+		start_bench($node, 'producer', $producer_script, $producers);
+		start_bench($node, 'reader',   $reader_script,   2);
 		next;
 	}
 	if ($crashes == 1 && $rows >= $crash2_at)
@@ -225,8 +158,8 @@ SELECT pid FROM pg_stat_activity
 		end_bench('reader',   0);
 		$node->start;
 		$crashes = 2;
-		start_bench('producer', $producer_script, $producers);
-		start_bench('reader',   $reader_script,   2);
+		start_bench($node, 'producer', $producer_script, $producers);
+		start_bench($node, 'reader',   $reader_script,   2);
 		next;
 	}
 
@@ -234,9 +167,9 @@ SELECT pid FROM pg_stat_activity
 	for my $name ('producer', 'reader')
 	{
 		next if bench_running($name);
-		diag "pgbench $name ended unexpectedly: " . ${ $bench{$name}{err} };
+		diag "pgbench $name ended unexpectedly: " . bench_stderr($name);
 		end_bench($name, 0);
-		start_bench($name, $name eq 'producer' ? $producer_script : $reader_script,
+		start_bench($node, $name, $name eq 'producer' ? $producer_script : $reader_script,
 			$name eq 'producer' ? $producers : 2);
 	}
 	usleep(250_000);

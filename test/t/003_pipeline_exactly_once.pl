@@ -36,6 +36,9 @@ use Test::More;
 use IPC::Run;
 use List::Util qw(shuffle);
 use Time::HiRes qw(usleep time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use WeirBench;
 
 sub env_or
 {
@@ -138,80 +141,10 @@ SELECT floor(random() * $keys)::int,
   FROM (SELECT nextval('clock') AS s FROM generate_series(1, :n)) g;
 });
 
-my %bench;    # name => { h => harness, out => \$, err => \$ }
 
-sub start_bench
-{
-	my ($name, $script, $clients) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGAPPNAME} = "weir_$name";
-	my @cmd = (
-		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
-		'-c', $clients, '-j', 2, '-T', 600, '-R', $rate, '-f', $script, 'postgres');
-	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', \$out, '2>', \$err);
-	$bench{$name} = { h => $h, out => \$out, err => \$err };
-	return;
-}
 
-sub bench_running
-{
-	my ($name) = @_;
-	my $b = $bench{$name};
-	return 0 unless $b;
-	$b->{h}->pump_nb;
-	return 1 if $b->{h}->pumpable;
-	$b->{h}->finish;
-	return 0;
-}
 
-# Wait for a pgbench to end by itself (its connections were lost), or stop it.
-sub end_bench
-{
-	my ($name, $stop) = @_;
-	my $b = $bench{$name};
-	return unless $b;
-	$b->{h}->signal('TERM') if $stop;
-	my $until = time + 60;
-	while (bench_running($name))
-	{
-		if (time > $until)
-		{
-			diag "pgbench $name does not end; killing it";
-			$b->{h}->kill_kill;
-			last;
-		}
-		usleep(100_000);
-	}
-	my $err = ${ $b->{err} };
-	# connection losses are expected after a crash; anything else is noted
-	my @other = grep {
-		!/server closed the connection|terminating connection|connection to server|
-		  aborted\ in\ command|Run\ was\ aborted|no\ connection\ to\ the\ server|
-		  could\ not\ receive\ data|This\ probably\ means|before\ or\ while\ processing|
-		  ^(WARNING|DETAIL|HINT):|perhaps\ the\ backend\ died|^\s*$/x
-	} split /\n/, $err;
-	diag "pgbench $name: $_" for @other;
-	delete $bench{$name};
-	return;
-}
 
-# Wait until the server accepts connections again.  (poll_query_until
-# feeds its query to psql's stdin, and dies of EPIPE when psql has already
-# given up on a server still in recovery; pg_isready reads nothing.)
-sub wait_server_up
-{
-	my $until = time + $PostgreSQL::Test::Utils::timeout_default;
-	while (time < $until)
-	{
-		my ($out, $err);
-		return 1
-		  if IPC::Run::run(
-			[ 'pg_isready', '-q', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
-			'<', \undef, '>', \$out, '2>', \$err);
-		usleep(100_000);
-	}
-	return 0;
-}
 
 sub committed_rows
 {
@@ -255,7 +188,7 @@ for my $i (0 .. 3)
 my @crash_kind = shuffle('kill', 'kill', 'kill', 'immediate');
 note "crash " . ($_ + 1) . ": $crash_kind[$_] at >= $crash_at[$_] rows" for 0 .. 3;
 
-start_bench('producer', $producer_script, $producers);
+start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
 
 my $t0      = time;
 my $rows    = 0;
@@ -298,7 +231,7 @@ SELECT worker_pid || ' ' || name FROM weir.pipelines
 			kill 'KILL', $pid;
 			push @killed_pids, $pid;
 			$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
-			ok(wait_server_up(), "server back after $what");
+			ok(wait_server_up($node), "server back after $what");
 			end_bench('producer', 0);
 		}
 		else
@@ -310,7 +243,7 @@ SELECT worker_pid || ' ' || name FROM weir.pipelines
 			$node->start;
 		}
 		$crashes++;
-		start_bench('producer', $producer_script, $producers);
+		start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
 		wait_pipelines_restored($crashes + 1, $what);
 		next;
 	}
@@ -318,9 +251,9 @@ SELECT worker_pid || ' ' || name FROM weir.pipelines
 	# a pgbench that ended on its own (all its clients failed) is restarted
 	if (!bench_running('producer'))
 	{
-		diag "pgbench producer ended unexpectedly: " . ${ $bench{producer}{err} };
+		diag "pgbench producer ended unexpectedly: " . bench_stderr('producer');
 		end_bench('producer', 0);
-		start_bench('producer', $producer_script, $producers);
+		start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
 	}
 	usleep(250_000);
 }
