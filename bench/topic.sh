@@ -30,31 +30,9 @@ RUNS="${RUNS:-3}"
 BATCH=1000		# rows per INSERT in (b)
 PAGE=10000		# rows per read/poll call in (c)
 
-# Build output is progress, not figures: keep stdout for figures only.
-# shellcheck source=scripts/setup.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/setup.sh" >&2
-[ "$WEIR_TEMP_BUILD" != 1 ] || rm -rf "$WEIR_BUILD"
-
-DIR="/tmp/weir-bench-$$"
-PORT="${WEIR_PORT:-$(weir_free_port 5433 5499)}"
-
-cleanup() {
-	local rc=$?
-	weir_cluster_stop
-	rm -rf "$DIR"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-progress() { echo "bench: $*" >&2; }
-
-# Same settings for both tables: enough memory and WAL that checkpoints and
-# autovacuum do not land inside one measurement and not the other.
-progress "starting a cluster in $DIR (port $PORT)"
-weir_cluster_start "$DIR" "$PORT" \
-	"shared_buffers = 512MB" "max_wal_size = 8GB" "checkpoint_timeout = 1h" \
-	"autovacuum = off" "jit = off"
+# Build, install, and a throwaway cluster (DIR, PORT, progress()).
+# shellcheck source=bench/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh" topic
 mkdir -p "$DIR/files"
 chmod 755 "$DIR/files"
 if weir_is_root; then chown "$WEIR_DB_OS_USER": "$DIR/files"; fi

@@ -56,31 +56,9 @@ TIMEOUT="${TIMEOUT:-600}"
 BATCH=100000		# positions per partition per statement in (b) and (c)
 KINDS=(tumbling hopping session)
 
-# Build output is progress, not figures: keep stdout for figures only.
-# shellcheck source=scripts/setup.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/setup.sh" >&2
-[ "$WEIR_TEMP_BUILD" != 1 ] || rm -rf "$WEIR_BUILD"
-
-DIR="/tmp/weir-bench-window-$$"
-PORT="${WEIR_PORT:-$(weir_free_port 5433 5499)}"
-
-cleanup() {
-	local rc=$?
-	weir_cluster_stop
-	rm -rf "$DIR"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-progress() { echo "bench: $*" >&2; }
-
-# Like bench/topic.sh.  weir.database is the bench database (postgres, set by
-# weir_cluster_start, as are max_worker_processes = 16 and preloading).
-progress "starting a cluster in $DIR (port $PORT)"
-weir_cluster_start "$DIR" "$PORT" \
-	"shared_buffers = 512MB" "max_wal_size = 8GB" "checkpoint_timeout = 1h" \
-	"autovacuum = off" "jit = off"
+# Build, install, and a throwaway cluster (DIR, PORT, progress()).
+# shellcheck source=bench/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh" window
 
 q() { weir_psql -At -c "$1"; }
 
