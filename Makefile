@@ -22,7 +22,10 @@ OBJS = \
 	src/worker.o \
 	src/checkpoint.o \
 	src/live.o \
-	src/sink.o
+	src/sink.o \
+	src/columns.o \
+	src/dedup.o \
+	src/catalog_chunk.o
 
 EXTENSION = weir
 DATA = weir--0.1.sql
@@ -30,7 +33,7 @@ PGFILEDESC = "weir - stream processing inside PostgreSQL"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

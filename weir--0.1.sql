@@ -266,10 +266,14 @@ CREATE TABLE weir.pipeline (
 	name				text NOT NULL UNIQUE,
 	owner				oid NOT NULL,
 	source				oid NOT NULL,			-- topic relid
-	key					text NOT NULL,
+	operator			text NOT NULL DEFAULT 'window'
+						CHECK (operator IN ('window', 'dedup')),
+	key					text NOT NULL,			-- dedup: the id
 	event_time			text NOT NULL,
-	windowing			weir.windowing NOT NULL,
-	aggregates			text NOT NULL,
+	windowing			weir.windowing,			-- window
+	aggregates			text,					-- window
+	horizon				interval,				-- dedup; NULL: ids kept forever
+	columns				text,					-- dedup; NULL: the source's columns
 	filter				text,
 	out_of_orderness	interval NOT NULL,
 	allowed_lateness	interval NOT NULL,
@@ -283,7 +287,8 @@ CREATE TABLE weir.pipeline (
 	enabled				boolean NOT NULL,
 	status				text NOT NULL DEFAULT 'stopped',
 	last_error			text,
-	created_at			timestamptz NOT NULL DEFAULT now()
+	created_at			timestamptz NOT NULL DEFAULT now(),
+	CHECK (operator <> 'window' OR (NOT windowing IS NULL AND aggregates IS NOT NULL))
 );
 
 -- Source positions and per-partition maximum event times of the last
@@ -308,6 +313,23 @@ CREATE TABLE weir.pipeline_state (
 	state			bytea NOT NULL,
 	PRIMARY KEY (pipeline_id, key, window_start)
 );
+
+-- The state of keyed operators (dedup) of the last checkpoint, as chunks:
+-- each checkpoint appends one chunk holding the entries that changed
+-- since the one before (key image, state).  An entry's latest version is in
+-- the newest chunk that holds it.  A chunk goes when the watermark has passed
+-- expires_at (every entry in it has expired); when the chunks hold much more
+-- than the live state, a checkpoint writes the whole state as new chunks
+-- and deletes the older ones (compaction).
+CREATE TABLE weir.pipeline_chunk (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	chunk			bigint NOT NULL,
+	expires_at		timestamptz,			-- NULL: never (no horizon)
+	entries			integer NOT NULL,
+	data			bytea NOT NULL,
+	PRIMARY KEY (pipeline_id, chunk)
+);
+ALTER TABLE weir.pipeline_chunk ALTER COLUMN data SET STORAGE EXTERNAL;
 
 CREATE TABLE weir.checkpoints (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
@@ -371,6 +393,27 @@ RETURNS integer
 COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, interval, interval, interval, text, text, interval, bigint, text, boolean) IS
 	'define a windowed aggregation over a topic; returns the pipeline id';
 
+CREATE FUNCTION weir.create_dedup(
+	name text,
+	source regclass,
+	id text,
+	event_time text,
+	horizon interval DEFAULT NULL,
+	columns text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	out_of_orderness interval DEFAULT '0',
+	idle_timeout interval DEFAULT NULL,
+	sink text DEFAULT NULL,
+	checkpoint_interval interval DEFAULT '1 second',
+	max_state_memory bigint DEFAULT NULL,
+	late_records text DEFAULT NULL,
+	start boolean DEFAULT true)
+RETURNS integer
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_create_dedup';
+COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, text, text, interval, interval, text, interval, bigint, text, boolean) IS
+	'define a deduplication of a topic: records whose id was seen within the horizon (of event time) are dropped, the others go to the sink; returns the pipeline id';
+
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
 CREATE FUNCTION weir.stop(pipeline text) RETURNS void
@@ -394,7 +437,9 @@ CREATE FUNCTION weir._pipeline_state(
 	OUT records_in bigint,
 	OUT records_out bigint,
 	OUT records_late bigint,
-	OUT records_dead bigint)
+	OUT records_dead bigint,
+	OUT records_dropped bigint,
+	OUT watermark_note text)
 RETURNS SETOF record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_pipeline_state';
 
@@ -412,6 +457,18 @@ CREATE VIEW weir.pipelines AS
 		   s.watermark,
 		   s.records_in, s.records_out, s.records_late, s.records_dead,
 		   s.windows, s.state_bytes,
+		   p.operator,
+		   s.records_dropped,
+		   CASE p.operator
+				WHEN 'dedup' THEN
+					CASE WHEN p.horizon IS NULL THEN 'none: every id is kept forever'
+						 ELSE 'an id leaves when the watermark passes its last sighting + ' || p.horizon END
+				ELSE 'a window leaves when the watermark passes its end + ' || p.allowed_lateness
+		   END AS retention,
+		   nullif(concat_ws('; ',
+				CASE WHEN p.operator = 'dedup' AND p.horizon IS NULL
+					 THEN 'unbounded: deduplication without a horizon keeps every id it has seen' END,
+				s.watermark_note), '') AS state_warning,
 		   coalesce(s.checkpoint_id,
 					(SELECT max(c.id) FROM weir.checkpoints c WHERE c.pipeline_id = p.id)) AS last_checkpoint,
 		   coalesce(s.checkpoint_at,
@@ -455,8 +512,11 @@ COMMENT ON FUNCTION weir.live_state(text) IS
 -- committed state; nobody else does (dead letters hold topic rows).
 ALTER TABLE weir.dead_letters ENABLE ROW LEVEL SECURITY;
 ALTER TABLE weir.pipeline_state ENABLE ROW LEVEL SECURITY;
+ALTER TABLE weir.pipeline_chunk ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON weir.pipeline_chunk FOR SELECT
+	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
 CREATE POLICY owner_reads ON weir.dead_letters FOR SELECT
 	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
 CREATE POLICY owner_reads ON weir.pipeline_state FOR SELECT
 	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
-GRANT SELECT ON weir.dead_letters, weir.pipeline_state TO PUBLIC;
+GRANT SELECT ON weir.dead_letters, weir.pipeline_state, weir.pipeline_chunk TO PUBLIC;

@@ -34,7 +34,8 @@
 #define PIPELINE_COLUMNS \
 	"id, name, owner, source, key, event_time, windowing, aggregates, filter, " \
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
-	"checkpoint_interval, max_state_memory, search_path, enabled, created_at"
+	"checkpoint_interval, max_state_memory, search_path, enabled, created_at, " \
+	"operator, horizon, columns"
 
 static char *
 get_text(int col, MemoryContext cxt)
@@ -65,7 +66,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->event_time = get_text(6, cxt);
 	d = get_datum(7, &isnull);
 	oldcxt = MemoryContextSwitchTo(cxt);
-	row->windowing = datumCopy(d, false, -1);
+	row->windowing = isnull ? (Datum) 0 : datumCopy(d, false, -1);
 	MemoryContextSwitchTo(oldcxt);
 	row->aggregates = get_text(8, cxt);
 	row->filter = get_text(9, cxt);
@@ -84,6 +85,12 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->search_path = get_text(18, cxt);
 	row->enabled = DatumGetBool(get_datum(19, &isnull));
 	row->created_at = DatumGetTimestampTz(get_datum(20, &isnull));
+	row->operator = get_text(21, cxt);
+	d = get_datum(22, &isnull);
+	row->has_horizon = !isnull;
+	if (!isnull)
+		row->horizon = *DatumGetIntervalP(d);
+	row->columns = get_text(23, cxt);
 }
 
 static bool
@@ -119,11 +126,11 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[21] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
-	OIDOID, INTERVALOID, INT8OID, TEXTOID, BOOLOID};
-	Datum		values[18];
-	char		nulls[18];
+	OIDOID, INTERVALOID, INT8OID, TEXTOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID};
+	Datum		values[21];
+	char		nulls[21];
 	bool		isnull;
 	int32		id;
 
@@ -134,7 +141,12 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	values[3] = CStringGetTextDatum(row->key);
 	values[4] = CStringGetTextDatum(row->event_time);
 	values[5] = row->windowing;
-	values[6] = CStringGetTextDatum(row->aggregates);
+	if (row->windowing == (Datum) 0)
+		nulls[5] = 'n';
+	if (row->aggregates)
+		values[6] = CStringGetTextDatum(row->aggregates);
+	else
+		nulls[6] = 'n';
 	if (row->filter)
 		values[7] = CStringGetTextDatum(row->filter);
 	else
@@ -155,6 +167,15 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	values[15] = Int64GetDatum(row->max_state_memory);
 	values[16] = CStringGetTextDatum(row->search_path);
 	values[17] = BoolGetDatum(row->enabled);
+	values[18] = CStringGetTextDatum(row->operator);
+	if (row->has_horizon)
+		values[19] = IntervalPGetDatum(&row->horizon);
+	else
+		nulls[19] = 'n';
+	if (row->columns)
+		values[20] = CStringGetTextDatum(row->columns);
+	else
+		nulls[20] = 'n';
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -162,11 +183,12 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	weir_catalog_exec("INSERT INTO weir.pipeline (name, owner, source, key, event_time, "
 					  "windowing, aggregates, filter, out_of_orderness, allowed_lateness, "
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
-					  "max_state_memory, search_path, enabled, status) "
+					  "max_state_memory, search_path, enabled, operator, horizon, columns, status) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-					  "$14, $15, $16, $17, $18, CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
+					  "$14, $15, $16, $17, $18, $19, $20, $21, "
+					  "CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
 					  "RETURNING id",
-					  18, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  21, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;
@@ -423,40 +445,29 @@ weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
 
 /*
  * The sink's insert, prepared once per worker and kept:
- *	INSERT INTO sink (keys, window_start, window_end, aggs)
- *	SELECT * FROM unnest($1, ..., $n)
+ *	INSERT INTO sink (columns) SELECT * FROM unnest($1, ..., $n)
  * and with upsert, for rows already emitted (late updates, emit updates):
- *	... ON CONFLICT (keys, window_start) DO UPDATE SET window_end, aggs
+ *	... ON CONFLICT (key columns) DO UPDATE SET other columns
  * Parameters are arrays, one per column.  Must be called inside SPI.
  */
 SPIPlanPtr
 weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
 {
 	StringInfoData sql;
-	StringInfoData conflict;
-	int			ncols = plan->nkeys + 2 + plan->naggs;
+	int			ncols = plan->nsinkcols;
 	Oid		   *types = palloc(sizeof(Oid) * ncols);
 	SPIPlanPtr	prepared;
-	int			c = 0;
 
+	Assert(!upsert || plan->nsinkkey > 0);
 	initStringInfo(&sql);
-	initStringInfo(&conflict);
 	appendStringInfo(&sql, "INSERT INTO %s (",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
 												get_rel_name(sink)));
-	for (int i = 0; i < plan->nkeys; i++)
+	for (int i = 0; i < ncols; i++)
 	{
-		appendStringInfo(&sql, "%s, ", quote_identifier(plan->keys[i].name));
-		appendStringInfo(&conflict, "%s, ", quote_identifier(plan->keys[i].name));
-		types[c++] = get_array_type(plan->keys[i].type);
-	}
-	appendStringInfoString(&sql, "window_start, window_end");
-	types[c++] = TIMESTAMPTZARRAYOID;
-	types[c++] = TIMESTAMPTZARRAYOID;
-	for (int i = 0; i < plan->naggs; i++)
-	{
-		appendStringInfo(&sql, ", %s", quote_identifier(plan->aggs[i].name));
-		types[c++] = get_array_type(plan->aggs[i].resulttype);
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->sinkcols[i].name));
+		types[i] = get_array_type(plan->sinkcols[i].type);
 	}
 	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
 	for (int i = 0; i < ncols; i++)
@@ -464,12 +475,16 @@ weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
 	appendStringInfoChar(&sql, ')');
 	if (upsert)
 	{
-		appendStringInfo(&sql, " ON CONFLICT (%swindow_start) DO UPDATE SET window_end = EXCLUDED.window_end",
-						 conflict.data);
-		for (int i = 0; i < plan->naggs; i++)
-			appendStringInfo(&sql, ", %s = EXCLUDED.%s",
-							 quote_identifier(plan->aggs[i].name),
-							 quote_identifier(plan->aggs[i].name));
+		for (int i = 0; i < plan->nsinkkey; i++)
+			appendStringInfo(&sql, "%s%s", i == 0 ? " ON CONFLICT (" : ", ",
+							 quote_identifier(plan->sinkcols[i].name));
+		appendStringInfoString(&sql, ") DO UPDATE SET ");
+		for (int i = plan->nsinkkey; i < ncols; i++)
+		{
+			const char *c = quote_identifier(plan->sinkcols[i].name);
+
+			appendStringInfo(&sql, "%s%s = EXCLUDED.%s", i > plan->nsinkkey ? ", " : "", c, c);
+		}
 	}
 
 	prepared = SPI_prepare(sql.data, ncols, types);
@@ -482,9 +497,9 @@ weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
 }
 
 /*
- * The sink's retraction, prepared once per worker and kept:
- *	DELETE FROM sink s USING unnest($1, ..., $k, $k+1) AS d(keys, window_start)
- *	WHERE s.key = d.key ... AND s.window_start = d.window_start
+ * The sink's retraction by its key, prepared once per worker and kept:
+ *	DELETE FROM sink s USING unnest($1, ..., $k) AS d(key columns)
+ *	WHERE s.c1 = d.c1 AND ...
  * Used when session windows merge and a row already emitted must go.
  */
 SPIPlanPtr
@@ -493,29 +508,29 @@ weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink)
 	StringInfoData sql;
 	StringInfoData cols;
 	StringInfoData cond;
-	Oid		   *types = palloc(sizeof(Oid) * (plan->nkeys + 1));
+	int			nkey = plan->nsinkkey;
+	Oid		   *types = palloc(sizeof(Oid) * Max(nkey, 1));
 	SPIPlanPtr	prepared;
 
+	Assert(nkey > 0);
 	initStringInfo(&sql);
 	initStringInfo(&cols);
 	initStringInfo(&cond);
-	for (int i = 0; i < plan->nkeys; i++)
+	for (int i = 0; i < nkey; i++)
 	{
-		const char *k = quote_identifier(plan->keys[i].name);
+		const char *k = quote_identifier(plan->sinkcols[i].name);
 
-		appendStringInfo(&cols, "%s, ", k);
-		appendStringInfo(&cond, "s.%s = d.%s AND ", k, k);
-		types[i] = get_array_type(plan->keys[i].type);
+		appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "", k);
+		appendStringInfo(&cond, "%ss.%s = d.%s", i > 0 ? " AND " : "", k, k);
+		types[i] = get_array_type(plan->sinkcols[i].type);
 	}
-	types[plan->nkeys] = TIMESTAMPTZARRAYOID;
 	appendStringInfo(&sql, "DELETE FROM %s s USING unnest(",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
 												get_rel_name(sink)));
-	for (int i = 0; i <= plan->nkeys; i++)
+	for (int i = 0; i < nkey; i++)
 		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfo(&sql, ") AS d(%swindow_start) WHERE %ss.window_start = d.window_start",
-					 cols.data, cond.data);
-	prepared = SPI_prepare(sql.data, plan->nkeys + 1, types);
+	appendStringInfo(&sql, ") AS d(%s) WHERE %s", cols.data, cond.data);
+	prepared = SPI_prepare(sql.data, nkey, types);
 	if (prepared == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
 			 SPI_result_code_string(SPI_result));

@@ -27,8 +27,8 @@ typedef struct WeirPipelineRow
 	Oid			source;
 	char	   *key;
 	char	   *event_time;
-	Datum		windowing;		/* weir.windowing, copied */
-	char	   *aggregates;
+	Datum		windowing;		/* weir.windowing, copied; 0 for dedup */
+	char	   *aggregates;		/* NULL for dedup */
 	char	   *filter;			/* NULL: none */
 	Interval	out_of_orderness;
 	Interval	allowed_lateness;
@@ -42,6 +42,10 @@ typedef struct WeirPipelineRow
 	char	   *search_path;
 	bool		enabled;
 	TimestampTz created_at;		/* tells apart pipelines that reuse an id */
+	char	   *operator;		/* "window" or "dedup" */
+	bool		has_horizon;	/* dedup */
+	Interval	horizon;
+	char	   *columns;		/* dedup; NULL: the source's columns */
 } WeirPipelineRow;
 
 /* one window's state row, as stored in weir.pipeline_state */
@@ -90,5 +94,8 @@ extern void weir_catalog_write_restore(int32 id, int64 checkpoint_id,
 extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
 											Datum positions, Datum errors,
 											Datum records);
+
+/* pipeline.c */
+extern WeirPlan *weir_pipeline_plan(WeirPipelineRow *row);
 
 #endif							/* WEIR_CATALOG_PIPELINE_H */

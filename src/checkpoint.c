@@ -45,67 +45,10 @@
 #include "aggregate.h"
 #include "catalog_pipeline.h"
 #include "clock.h"
+#include "columns.h"
+#include "dedup.h"
 #include "sink.h"
 #include "worker.h"
-
-/* A growing array of Datums of one type, turned into a SQL array. */
-typedef struct Column
-{
-	Oid			type;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	int			n;
-	int			cap;
-	Datum	   *values;
-	bool	   *nulls;
-} Column;
-
-static void
-column_init(Column *c, Oid type)
-{
-	c->type = type;
-	get_typlenbyvalalign(type, &c->typlen, &c->typbyval, &c->typalign);
-	c->n = 0;
-	c->cap = 64;
-	c->values = palloc(sizeof(Datum) * c->cap);
-	c->nulls = palloc(sizeof(bool) * c->cap);
-}
-
-static void
-column_add(Column *c, Datum value, bool isnull)
-{
-	if (c->n == c->cap)
-	{
-		c->cap *= 2;
-		c->values = repalloc(c->values, sizeof(Datum) * c->cap);
-		c->nulls = repalloc(c->nulls, sizeof(bool) * c->cap);
-	}
-	c->values[c->n] = value;
-	c->nulls[c->n] = isnull;
-	c->n++;
-}
-
-static Datum
-column_array(Column *c)
-{
-	int			dims[1] = {c->n};
-	int			lbs[1] = {1};
-
-	return PointerGetDatum(construct_md_array(c->values, c->nulls, 1, dims, lbs,
-											  c->type, c->typlen, c->typbyval,
-											  c->typalign));
-}
-
-static bytea *
-make_bytea(const char *data, Size len)
-{
-	bytea	   *b = palloc(VARHDRSZ + len);
-
-	SET_VARSIZE(b, VARHDRSZ + len);
-	memcpy(VARDATA(b), data, len);
-	return b;
-}
 
 /* Key image (worker.c append_key) back to one Datum per key column. */
 void
@@ -136,17 +79,17 @@ weir_checkpoint_decode_key(WeirPlan *plan, const char *image, Datum *values)
 
 			memcpy(&len, p, sizeof(uint32));
 			p += sizeof(uint32);
-			values[i] = PointerGetDatum(make_bytea(p, len));	/* any varlena */
+			values[i] = PointerGetDatum(weir_make_bytea(p, len));	/* any varlena */
 			p += len;
 		}
 	}
 }
 
-/* Sink rows under construction: one Column per sink column. */
+/* Sink rows under construction: one WeirColumn per sink column. */
 typedef struct SinkRows
 {
 	WeirPlan   *plan;
-	Column	   *cols;
+	WeirColumn	   *cols;
 	int			ncols;
 	Datum	   *keyvals;
 } SinkRows;
@@ -154,18 +97,12 @@ typedef struct SinkRows
 static void
 sink_rows_init(SinkRows *s, WeirPlan *plan)
 {
-	int			c = 0;
-
 	s->plan = plan;
-	s->ncols = plan->nkeys + 2 + plan->naggs;
-	s->cols = palloc(sizeof(Column) * s->ncols);
-	s->keyvals = palloc(sizeof(Datum) * plan->nkeys);
-	for (int i = 0; i < plan->nkeys; i++)
-		column_init(&s->cols[c++], plan->keys[i].type);
-	column_init(&s->cols[c++], TIMESTAMPTZOID);
-	column_init(&s->cols[c++], TIMESTAMPTZOID);
-	for (int i = 0; i < plan->naggs; i++)
-		column_init(&s->cols[c++], plan->aggs[i].resulttype);
+	s->ncols = plan->nsinkcols;
+	s->cols = palloc(sizeof(WeirColumn) * s->ncols);
+	s->keyvals = palloc(sizeof(Datum) * Max(plan->nkeys, 1));
+	for (int i = 0; i < s->ncols; i++)
+		weir_column_init(&s->cols[i], plan->sinkcols[i].type);
 }
 
 /*
@@ -181,9 +118,9 @@ sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
 
 	weir_checkpoint_decode_key(plan, key, s->keyvals);
 	for (int i = 0; i < plan->nkeys; i++)
-		column_add(&s->cols[c++], s->keyvals[i], false);
-	column_add(&s->cols[c++], TimestampTzGetDatum(start), false);
-	column_add(&s->cols[c++], TimestampTzGetDatum(end), false);
+		weir_column_add(&s->cols[c++], s->keyvals[i], false);
+	weir_column_add(&s->cols[c++], TimestampTzGetDatum(start), false);
+	weir_column_add(&s->cols[c++], TimestampTzGetDatum(end), false);
 	for (int i = 0; i < plan->naggs; i++)
 	{
 		bool		isnull;
@@ -196,7 +133,7 @@ sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
 		}
 		else
 			v = weir_agg_final(&plan->aggs[i], states, &isnull);
-		column_add(&s->cols[c++], v, isnull);
+		weir_column_add(&s->cols[c++], v, isnull);
 	}
 }
 
@@ -232,7 +169,7 @@ run_sink_write(WeirWorker *w, SinkRows *rows, bool upsert)
 	Datum	   *arrays = palloc(sizeof(Datum) * rows->ncols);
 
 	for (int c = 0; c < rows->ncols; c++)
-		arrays[c] = column_array(&rows->cols[c]);
+		arrays[c] = weir_column_array(&rows->cols[c]);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (*plan == NULL)
@@ -259,6 +196,12 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 		return;
 	if (upsert)
 		run_sink_write(w, rows, true);
+	else if (w->plan->nsinkkey == 0)
+	{
+		/* rows without a key are only ever inserted */
+		if (!bulk_write(w, rows))
+			run_sink_write(w, rows, false);
+	}
 	else
 	{
 		BeginInternalSubTransaction(NULL);
@@ -298,11 +241,196 @@ ms_since(TimestampTz from, TimestampTz to)
 	return (double) (to - from) / 1000.0;
 }
 
+/* What a checkpoint of windows writes: collected in sync, written in async */
+typedef struct WindowChanges
+{
+	SinkRows	sink;			/* rows already in the sink: upserted */
+	SinkRows	fresh;			/* first emission of a window: inserted */
+	WeirColumn	skeys, sstarts, sends, sfired, sstates;	/* state rows */
+	WeirColumn	dkeys, dstarts; /* state rows to delete */
+	WeirColumn *rkeys;			/* sink rows to retract: key columns */
+	WeirColumn	rstarts;
+} WindowChanges;
+
+/* What a checkpoint wrote, for its weir.checkpoints row */
+typedef struct CheckpointCounts
+{
+	int64		bytes;
+	int64		sink_rows;
+	int64		state_rows;
+	int64		state_deletes;
+} CheckpointCounts;
+
+/*
+ * Sync phase for windows: the changed windows' sink and state rows, and
+ * what the retired ones still owe.  Flags of the windows collected are
+ * cleared here: if the commit fails, the worker exits and restores from
+ * the previous checkpoint, so they are never trusted after a failure.
+ */
+static void
+window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
+{
+	WeirPlan   *plan = w->plan;
+	WeirStoreRoot *root = w->store->root;
+	WeirWindowIter iter;
+	WeirWindow *win;
+	ListCell   *lc;
+
+	sink_rows_init(&c->sink, plan);
+	sink_rows_init(&c->fresh, plan);
+	weir_column_init(&c->skeys, BYTEAOID);
+	weir_column_init(&c->sstarts, TIMESTAMPTZOID);
+	weir_column_init(&c->sends, TIMESTAMPTZOID);
+	weir_column_init(&c->sfired, BOOLOID);
+	weir_column_init(&c->sstates, BYTEAOID);
+	weir_column_init(&c->dkeys, BYTEAOID);
+	weir_column_init(&c->dstarts, TIMESTAMPTZOID);
+	c->rkeys = palloc(sizeof(WeirColumn) * plan->nkeys);
+	for (int i = 0; i < plan->nkeys; i++)
+		weir_column_init(&c->rkeys[i], plan->keys[i].type);
+	weir_column_init(&c->rstarts, TIMESTAMPTZOID);
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	weir_window_iter_init(&iter, w->store);
+	while ((win = weir_window_iter_next(&iter)) != NULL)
+	{
+		TimestampTz end = weir_window_end(root, plan, win);
+		char	   *states = weir_window_states(root, win);
+
+		if (win->flags & WEIR_WINDOW_SINK_DIRTY)
+		{
+			sink_rows_add((win->flags & WEIR_WINDOW_EMITTED) ? &c->sink : &c->fresh,
+						  win->data, win->start, end, states, NULL, NULL);
+			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
+			win->flags |= WEIR_WINDOW_EMITTED;
+		}
+		if (win->flags & WEIR_WINDOW_DIRTY)
+		{
+			bytea	   *image = weir_agg_states_image(plan, states);
+
+			weir_column_add(&c->skeys, PointerGetDatum(weir_make_bytea(win->data, win->keylen)), false);
+			weir_column_add(&c->sstarts, TimestampTzGetDatum(win->start), false);
+			weir_column_add(&c->sends, TimestampTzGetDatum(end), false);
+			weir_column_add(&c->sfired, BoolGetDatum((win->flags & WEIR_WINDOW_FIRED) != 0), false);
+			weir_column_add(&c->sstates, PointerGetDatum(image), false);
+			n->bytes += win->keylen + VARSIZE_ANY_EXHDR(image);
+			win->flags &= ~WEIR_WINDOW_DIRTY;
+			win->flags |= WEIR_WINDOW_PERSISTED;
+		}
+	}
+	LWLockRelease(&w->slot->lock);
+	foreach(lc, w->store->retired)
+	{
+		WeirRetired *r = lfirst(lc);
+
+		if (r->write_sink)
+			sink_rows_add(r->emitted ? &c->sink : &c->fresh, r->key, r->start, r->end,
+						  NULL, r->finals, r->final_nulls);
+		if (r->retract_sink)
+		{
+			weir_checkpoint_decode_key(plan, r->key, c->sink.keyvals);
+			for (int i = 0; i < plan->nkeys; i++)
+				weir_column_add(&c->rkeys[i], c->sink.keyvals[i], false);
+			weir_column_add(&c->rstarts, TimestampTzGetDatum(r->start), false);
+		}
+		if (r->delete_state)
+		{
+			weir_column_add(&c->dkeys, PointerGetDatum(weir_make_bytea(r->key, r->keylen)), false);
+			weir_column_add(&c->dstarts, TimestampTzGetDatum(r->start), false);
+		}
+	}
+	n->sink_rows = c->sink.cols[0].n + c->fresh.cols[0].n;
+	n->state_rows = c->skeys.n;
+	n->state_deletes = c->dkeys.n;
+}
+
+/* Async phase for windows; the sink as the pipeline's owner (current user). */
+static void
+window_write(WeirWorker *w, WindowChanges *c)
+{
+	WeirPlan   *plan = w->plan;
+
+	if (c->rstarts.n > 0)
+	{
+		Datum	   *arrays = palloc(sizeof(Datum) * (plan->nkeys + 1));
+
+		for (int i = 0; i < plan->nkeys; i++)
+			arrays[i] = weir_column_array(&c->rkeys[i]);
+		arrays[plan->nkeys] = weir_column_array(&c->rstarts);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (w->sink_delete_plan == NULL)
+			w->sink_delete_plan = weir_catalog_prepare_sink_delete(plan, w->row.sink);
+		weir_catalog_delete_sink(w->sink_delete_plan, arrays);
+		SPI_finish();
+	}
+	write_sink_rows(w, &c->fresh, false);
+	write_sink_rows(w, &c->sink, true);
+	if (c->skeys.n > 0)
+		weir_catalog_write_state(w->row.id, weir_column_array(&c->skeys),
+								 weir_column_array(&c->sstarts),
+								 weir_column_array(&c->sends),
+								 weir_column_array(&c->sfired),
+								 weir_column_array(&c->sstates));
+	if (c->dkeys.n > 0)
+		weir_catalog_delete_state(w->row.id, weir_column_array(&c->dkeys),
+								  weir_column_array(&c->dstarts));
+}
+
+/* Positions, dead letters and late records: what every kind writes. */
+static void
+write_progress(WeirWorker *w, WeirColumn *parts, WeirColumn *positions,
+			   WeirColumn *maxtimes)
+{
+	ListCell   *lc;
+
+	weir_catalog_write_positions(w->row.id, weir_column_array(parts),
+								 weir_column_array(positions), weir_column_array(maxtimes));
+	if (w->dead != NIL)
+	{
+		WeirColumn	dparts, dpos, derr, drec;
+
+		weir_column_init(&dparts, INT4OID);
+		weir_column_init(&dpos, INT8OID);
+		weir_column_init(&derr, TEXTOID);
+		weir_column_init(&drec, JSONBOID);
+		foreach(lc, w->dead)
+		{
+			WeirDeadLetter *d = lfirst(lc);
+
+			weir_column_add(&dparts, Int32GetDatum(d->part), false);
+			weir_column_add(&dpos, Int64GetDatum(d->position), false);
+			weir_column_add(&derr, CStringGetTextDatum(d->error), false);
+			weir_column_add(&drec, DirectFunctionCall1(jsonb_in, CStringGetDatum(d->record)), false);
+		}
+		weir_catalog_write_dead_letters(w->row.id, w->row.source, weir_column_array(&dparts),
+										weir_column_array(&dpos), weir_column_array(&derr),
+										weir_column_array(&drec));
+		list_free_deep(w->dead);
+		w->dead = NIL;
+	}
+	if (w->late != NIL)
+	{
+		WeirColumn	lparts, lpos;
+
+		weir_column_init(&lparts, INT4OID);
+		weir_column_init(&lpos, INT8OID);
+		foreach(lc, w->late)
+		{
+			int64	   *late = lfirst(lc);
+
+			weir_column_add(&lparts, Int32GetDatum((int32) late[0]), false);
+			weir_column_add(&lpos, Int64GetDatum(late[1]), false);
+		}
+		weir_catalog_write_late(w->row.late_records, w->row.source, weir_column_array(&lparts),
+								weir_column_array(&lpos), TimestampTzGetDatum(w->watermark));
+		list_free_deep(w->late);
+		w->late = NIL;
+	}
+}
+
 /*
  * Write a checkpoint inside the current transaction.  `due` is when it was
- * due (for the start delay).  Flags of the windows written are cleared
- * here: if the commit fails, the worker exits and restores from the
- * previous checkpoint, so they are never trusted after a failure.
+ * due (for the start delay).
  */
 void
 weir_checkpoint_write(WeirWorker *w, TimestampTz due)
@@ -310,18 +438,11 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	WeirPlan   *plan = w->plan;
 	TimestampTz started = weir_clock_now();
 	TimestampTz synced;
-	SinkRows	sink;			/* rows already in the sink: upserted */
-	SinkRows	fresh;			/* first emission of a window: inserted */
-	Column		skeys, sstarts, sends, sfired, sstates;
-	Column		dkeys, dstarts;
-	Column	   *rkeys;			/* sink rows to retract: key columns */
-	Column		rstarts;
-	Column		parts, positions, maxtimes;
-	WeirWindowIter iter;
-	WeirWindow *win;
-	WeirStoreRoot *root = w->store->root;
-	ListCell   *lc;
-	int64		bytes = 0;
+	WindowChanges changes;
+	SinkRows	kept;			/* dedup: the records kept, inserted */
+	WeirDedupCollected collected;
+	CheckpointCounts n = {0, 0, 0, 0};
+	WeirColumn	parts, positions, maxtimes;
 
 	/* a pipeline dropped (or replaced under the same id) ends its worker */
 	{
@@ -337,153 +458,47 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	}
 
 	/* sync: collect what changed */
-	sink_rows_init(&sink, plan);
-	sink_rows_init(&fresh, plan);
-	column_init(&skeys, BYTEAOID);
-	column_init(&sstarts, TIMESTAMPTZOID);
-	column_init(&sends, TIMESTAMPTZOID);
-	column_init(&sfired, BOOLOID);
-	column_init(&sstates, BYTEAOID);
-	column_init(&dkeys, BYTEAOID);
-	column_init(&dstarts, TIMESTAMPTZOID);
-	rkeys = palloc(sizeof(Column) * plan->nkeys);
-	for (int i = 0; i < plan->nkeys; i++)
-		column_init(&rkeys[i], plan->keys[i].type);
-	column_init(&rstarts, TIMESTAMPTZOID);
-	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-	weir_window_iter_init(&iter, w->store);
-	while ((win = weir_window_iter_next(&iter)) != NULL)
+	if (plan->op == WEIR_OP_DEDUP)
 	{
-		TimestampTz end = weir_window_end(root, plan, win);
-		char	   *states = weir_window_states(root, win);
-
-		if (win->flags & WEIR_WINDOW_SINK_DIRTY)
-		{
-			sink_rows_add((win->flags & WEIR_WINDOW_EMITTED) ? &sink : &fresh,
-						  win->data, win->start, end, states, NULL, NULL);
-			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
-			win->flags |= WEIR_WINDOW_EMITTED;
-		}
-		if (win->flags & WEIR_WINDOW_DIRTY)
-		{
-			column_add(&skeys, PointerGetDatum(make_bytea(win->data, win->keylen)), false);
-			column_add(&sstarts, TimestampTzGetDatum(win->start), false);
-			column_add(&sends, TimestampTzGetDatum(end), false);
-			column_add(&sfired, BoolGetDatum((win->flags & WEIR_WINDOW_FIRED) != 0), false);
-			{
-				bytea	   *image = weir_agg_states_image(plan, states);
-
-				column_add(&sstates, PointerGetDatum(image), false);
-				bytes += win->keylen + VARSIZE_ANY_EXHDR(image);
-			}
-			win->flags &= ~WEIR_WINDOW_DIRTY;
-			win->flags |= WEIR_WINDOW_PERSISTED;
-		}
+		kept.plan = plan;
+		kept.ncols = plan->nsinkcols;
+		kept.cols = w->dedup->pending;
+		kept.keyvals = NULL;
+		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+		weir_dedup_collect(w->dedup, &collected);
+		LWLockRelease(&w->slot->lock);
+		n.sink_rows = kept.cols[0].n;
+		n.state_rows = collected.entries;
+		n.bytes = collected.bytes;
 	}
-	LWLockRelease(&w->slot->lock);
-	foreach(lc, w->store->retired)
-	{
-		WeirRetired *r = lfirst(lc);
-
-		if (r->write_sink)
-			sink_rows_add(r->emitted ? &sink : &fresh, r->key, r->start, r->end,
-						  NULL, r->finals, r->final_nulls);
-		if (r->retract_sink)
-		{
-			weir_checkpoint_decode_key(plan, r->key, sink.keyvals);
-			for (int i = 0; i < plan->nkeys; i++)
-				column_add(&rkeys[i], sink.keyvals[i], false);
-			column_add(&rstarts, TimestampTzGetDatum(r->start), false);
-		}
-		if (r->delete_state)
-		{
-			column_add(&dkeys, PointerGetDatum(make_bytea(r->key, r->keylen)), false);
-			column_add(&dstarts, TimestampTzGetDatum(r->start), false);
-		}
-	}
-	column_init(&parts, INT4OID);
-	column_init(&positions, INT8OID);
-	column_init(&maxtimes, TIMESTAMPTZOID);
+	else
+		window_collect(w, &changes, &n);
+	weir_column_init(&parts, INT4OID);
+	weir_column_init(&positions, INT8OID);
+	weir_column_init(&maxtimes, TIMESTAMPTZOID);
 	for (int p = 0; p < w->partitions; p++)
 	{
-		column_add(&parts, Int32GetDatum(p), false);
-		column_add(&positions, Int64GetDatum(w->pos[p]), false);
-		column_add(&maxtimes, TimestampTzGetDatum(w->max_event_time[p]),
-				   w->max_event_time[p] == DT_NOBEGIN);
+		weir_column_add(&parts, Int32GetDatum(p), false);
+		weir_column_add(&positions, Int64GetDatum(w->pos[p]), false);
+		weir_column_add(&maxtimes, TimestampTzGetDatum(w->max_event_time[p]),
+						w->max_event_time[p] == DT_NOBEGIN);
 	}
 	synced = weir_clock_now();
 
-	/* async: write it all; the sink as the pipeline's owner (current user) */
-	if (rstarts.n > 0)
+	/* async: write it all */
+	if (plan->op == WEIR_OP_DEDUP)
 	{
-		Datum	   *arrays = palloc(sizeof(Datum) * (plan->nkeys + 1));
-
-		for (int i = 0; i < plan->nkeys; i++)
-			arrays[i] = column_array(&rkeys[i]);
-		arrays[plan->nkeys] = column_array(&rstarts);
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (w->sink_delete_plan == NULL)
-			w->sink_delete_plan = weir_catalog_prepare_sink_delete(plan, w->row.sink);
-		weir_catalog_delete_sink(w->sink_delete_plan, arrays);
-		SPI_finish();
+		write_sink_rows(w, &kept, false);
+		weir_dedup_write(w->dedup, w->row.id, w->watermark, &collected);
 	}
-	write_sink_rows(w, &fresh, false);
-	write_sink_rows(w, &sink, true);
-	if (skeys.n > 0)
-		weir_catalog_write_state(w->row.id, column_array(&skeys), column_array(&sstarts),
-								 column_array(&sends), column_array(&sfired),
-								 column_array(&sstates));
-	if (dkeys.n > 0)
-		weir_catalog_delete_state(w->row.id, column_array(&dkeys), column_array(&dstarts));
-	weir_catalog_write_positions(w->row.id, column_array(&parts),
-								 column_array(&positions), column_array(&maxtimes));
-	if (w->dead != NIL)
-	{
-		Column		dparts, dpos, derr, drec;
-
-		column_init(&dparts, INT4OID);
-		column_init(&dpos, INT8OID);
-		column_init(&derr, TEXTOID);
-		column_init(&drec, JSONBOID);
-		foreach(lc, w->dead)
-		{
-			WeirDeadLetter *d = lfirst(lc);
-
-			column_add(&dparts, Int32GetDatum(d->part), false);
-			column_add(&dpos, Int64GetDatum(d->position), false);
-			column_add(&derr, CStringGetTextDatum(d->error), false);
-			column_add(&drec, DirectFunctionCall1(jsonb_in, CStringGetDatum(d->record)), false);
-		}
-		weir_catalog_write_dead_letters(w->row.id, w->row.source, column_array(&dparts),
-										column_array(&dpos), column_array(&derr),
-										column_array(&drec));
-		list_free_deep(w->dead);
-		w->dead = NIL;
-	}
-	if (w->late != NIL)
-	{
-		Column		lparts, lpos;
-
-		column_init(&lparts, INT4OID);
-		column_init(&lpos, INT8OID);
-		foreach(lc, w->late)
-		{
-			int64	   *late = lfirst(lc);
-
-			column_add(&lparts, Int32GetDatum((int32) late[0]), false);
-			column_add(&lpos, Int64GetDatum(late[1]), false);
-		}
-		weir_catalog_write_late(w->row.late_records, w->row.source, column_array(&lparts),
-								column_array(&lpos), TimestampTzGetDatum(w->watermark));
-		list_free_deep(w->late);
-		w->late = NIL;
-	}
+	else
+		window_write(w, &changes);
+	write_progress(w, &parts, &positions, &maxtimes);
 	w->checkpoint_id++;
 	weir_catalog_write_checkpoint(w->row.id, w->checkpoint_id, due, w->watermark,
 								  ms_since(due, started), ms_since(started, synced),
-								  ms_since(synced, weir_clock_now()), bytes,
-								  sink.cols[0].n + fresh.cols[0].n, skeys.n, dkeys.n,
+								  ms_since(synced, weir_clock_now()), n.bytes,
+								  n.sink_rows, n.state_rows, n.state_deletes,
 								  w->records_since);
 	w->records_since = 0;
 }
@@ -539,11 +554,14 @@ weir_checkpoint_restore(WeirWorker *w)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(w->cxt);
 	weir_catalog_load_positions(w->row.id, w->partitions, w->pos, w->max_event_time);
-	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-	windows = weir_catalog_load_state(w->row.id, restore_window, w, &bytes);
-	LWLockRelease(&w->slot->lock);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
 	w->watermark = watermark;
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	if (w->plan->op == WEIR_OP_DEDUP)
+		windows = weir_dedup_restore(w->dedup, w->row.id, watermark, &bytes);
+	else
+		windows = weir_catalog_load_state(w->row.id, restore_window, w, &bytes);
+	LWLockRelease(&w->slot->lock);
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, windows);
 	PopActiveSnapshot();
@@ -555,6 +573,7 @@ weir_checkpoint_restore(WeirWorker *w)
 	w->slot->watermark = w->watermark;
 	SpinLockRelease(&w->slot->mutex);
 	ereport(LOG,
-			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " windows, " INT64_FORMAT " bytes",
-					w->row.name, w->checkpoint_id, ms, windows, bytes)));
+			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " %s, " INT64_FORMAT " bytes",
+					w->row.name, w->checkpoint_id, ms, windows,
+					w->plan->op == WEIR_OP_DEDUP ? "ids" : "windows", bytes)));
 }

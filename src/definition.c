@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -42,10 +43,12 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "definition.h"
+#include "topic.h"
 
 /* Re-raise an error from parsing `what` with its SQLSTATE, naming `what`. */
 static void
@@ -180,14 +183,14 @@ column_name(TargetEntry *tle, const char *fallback, int n)
 }
 
 static void
-plan_keys(WeirPlan *plan, Oid source, const char *key)
+plan_keys(WeirPlan *plan, Oid source, const char *key, const char *what)
 {
-	Query	   *query = analyze_over_source(source, key, NULL, "key");
+	Query	   *query = analyze_over_source(source, key, NULL, what);
 	ListCell   *lc;
 	int			i = 0;
 
 	if (query->hasAggs)
-		refuse_shape("key", "aggregates are not allowed in it");
+		refuse_shape(what, "aggregates are not allowed in it");
 	plan->nkeys = list_length(query->targetList);
 	plan->keys = palloc0(sizeof(WeirKeySpec) * plan->nkeys);
 	foreach(lc, query->targetList)
@@ -195,31 +198,26 @@ plan_keys(WeirPlan *plan, Oid source, const char *key)
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
 		WeirKeySpec *k = &plan->keys[i++];
 
-		refuse_volatile((Node *) tle->expr, "key");
+		refuse_volatile((Node *) tle->expr, what);
 		k->expr = tle->expr;
 		k->type = exprType((Node *) tle->expr);
 		k->typmod = exprTypmod((Node *) tle->expr);
 		k->collation = exprCollation((Node *) tle->expr);
 		get_typlenbyval(k->type, &k->typlen, &k->typbyval);
-		k->name = column_name(tle, "key", i);
-		if (strcmp(k->name, "window_start") == 0 || strcmp(k->name, "window_end") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_COLUMN),
-					 errmsg("key name \"%s\" is taken by the sink's window columns", k->name),
-					 errhint("Name the key with AS.")));
+		k->name = column_name(tle, what, i);
 		for (int j = 0; j < i - 1; j++)
 			if (strcmp(plan->keys[j].name, k->name) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("key name \"%s\" is used twice", k->name),
-						 errhint("Name each key with AS.")));
+						 errmsg("%s name \"%s\" is used twice", what, k->name),
+						 errhint("Name each %s with AS.", what)));
 		if (!key_type_supported(k->type, k->collation))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("key \"%s\" of type %s is not supported", k->name,
+					 errmsg("%s \"%s\" of type %s is not supported", what, k->name,
 							format_type_be(k->type)),
-					 errdetail("Keys are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
-					 errhint("Cast the key to one of these types, for example text.")));
+					 errdetail("Keys and ids are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
+					 errhint("Cast it to one of these types, for example text.")));
 	}
 }
 
@@ -454,6 +452,27 @@ plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
 	plan->state_size = MAXALIGN(offset);
 }
 
+static void
+add_sink_column(WeirPlan *plan, const char *name, Oid type, int32 typmod,
+				Oid collation, bool nullable)
+{
+	WeirSinkColumn *c = &plan->sinkcols[plan->nsinkcols++];
+
+	for (int i = 0; i < plan->nsinkcols - 1; i++)
+		if (strcmp(plan->sinkcols[i].name, name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("sink column name \"%s\" is used twice", name),
+					 errhint(plan->op == WEIR_OP_WINDOW ?
+							 "Name keys and aggregates apart with AS; window_start and window_end are taken." :
+							 "Name the columns apart with AS.")));
+	c->name = pstrdup(name);
+	c->type = type;
+	c->typmod = typmod;
+	c->collation = collation;
+	c->nullable = nullable;
+}
+
 WeirPlan *
 weir_definition_plan(Oid source, const char *key, const char *event_time,
 					 const char *aggregates, const char *filter,
@@ -461,22 +480,105 @@ weir_definition_plan(Oid source, const char *key, const char *event_time,
 {
 	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
 
+	plan->op = WEIR_OP_WINDOW;
 	plan->source = source;
-	plan_keys(plan, source, key);
+	plan_keys(plan, source, key, "key");
 	plan_event_time(plan, source, event_time);
 	plan_filter(plan, source, filter);
 	plan_aggregates(plan, source, aggregates);
 	plan->windowing = *windowing;
 
+	/* the sink: keys, the window, the aggregates; unique on keys + start */
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + 2 + plan->naggs));
+	for (int i = 0; i < plan->nkeys; i++)
+		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
+						plan->keys[i].typmod, plan->keys[i].collation, false);
+	add_sink_column(plan, "window_start", TIMESTAMPTZOID, -1, InvalidOid, false);
+	plan->nsinkkey = plan->nsinkcols;
+	add_sink_column(plan, "window_end", TIMESTAMPTZOID, -1, InvalidOid, false);
 	for (int i = 0; i < plan->naggs; i++)
-		for (int j = 0; j < plan->nkeys; j++)
-			if (strcmp(plan->aggs[i].name, plan->keys[j].name) == 0 ||
-				strcmp(plan->aggs[i].name, "window_start") == 0 ||
-				strcmp(plan->aggs[i].name, "window_end") == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("sink column name \"%s\" is used twice", plan->aggs[i].name),
-						 errhint("Name keys and aggregates apart with AS; window_start and window_end are taken.")));
+		add_sink_column(plan, plan->aggs[i].name, plan->aggs[i].resulttype, -1,
+						InvalidOid, true);
+	return plan;
+}
+
+/*
+ * The columns a record-emitting operator writes: the given expressions, or
+ * by default every column of the source but its partition and position
+ * (the sink, a table or another topic, has its own).
+ */
+static void
+plan_columns(WeirPlan *plan, Oid source, const char *columns)
+{
+	Query	   *query;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (columns == NULL)
+	{
+		StringInfoData all;
+		Relation	rel = relation_open(source, AccessShareLock);
+		TupleDesc	desc = RelationGetDescr(rel);
+
+		initStringInfo(&all);
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
+				att->attnum == WEIR_TOPIC_POS_ATTNUM)
+				continue;
+			appendStringInfo(&all, "%s%s", all.len > 0 ? ", " : "",
+							 quote_identifier(NameStr(att->attname)));
+		}
+		relation_close(rel, AccessShareLock);
+		columns = all.data;
+	}
+	query = analyze_over_source(source, columns, NULL, "columns");
+	if (query->hasAggs)
+		refuse_shape("columns", "aggregates are not allowed in it");
+	if (query->targetList == NIL)
+		refuse_shape("columns", "it has no columns");
+	plan->ncolumns = list_length(query->targetList);
+	plan->columns = palloc0(sizeof(WeirColumnSpec) * plan->ncolumns);
+	plan->nargs = plan->ncolumns;
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		WeirColumnSpec *c = &plan->columns[i++];
+
+		refuse_volatile((Node *) tle->expr, "columns");
+		c->name = column_name(tle, "column", i);
+		c->expr = tle->expr;
+		c->type = exprType((Node *) tle->expr);
+		c->typmod = exprTypmod((Node *) tle->expr);
+		get_typlenbyval(c->type, &c->typlen, &c->typbyval);
+	}
+}
+
+WeirPlan *
+weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
+						   const char *columns, const char *filter, int64 horizon)
+{
+	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
+
+	plan->op = WEIR_OP_DEDUP;
+	plan->source = source;
+	plan_keys(plan, source, id, "id");
+	plan_event_time(plan, source, event_time);
+	plan_filter(plan, source, filter);
+	plan_columns(plan, source, columns);
+	plan->horizon = horizon;
+	/* one state per id: the latest event time it was seen at */
+	plan->state_size = sizeof(TimestampTz);
+
+	/* the sink: the columns, insert-only */
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * plan->ncolumns);
+	for (int i = 0; i < plan->ncolumns; i++)
+		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
+						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
+						true);
+	plan->nsinkkey = 0;
 	return plan;
 }
 

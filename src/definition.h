@@ -17,6 +17,13 @@
 #include "fmgr.h"
 #include "nodes/primnodes.h"
 
+/* What a pipeline computes */
+typedef enum WeirOperatorKind
+{
+	WEIR_OP_WINDOW,				/* windowed aggregates per key */
+	WEIR_OP_DEDUP				/* records whose id was not seen within a horizon */
+} WeirOperatorKind;
+
 typedef enum WeirWindowKind
 {
 	WEIR_WINDOW_TUMBLING,
@@ -77,6 +84,31 @@ typedef struct WeirKeySpec
 	bool		typbyval;
 } WeirKeySpec;
 
+/* A column of a record-emitting operator (dedup): an expression's value */
+typedef struct WeirColumnSpec
+{
+	char	   *name;
+	Expr	   *expr;
+	Oid			type;
+	int32		typmod;
+	int16		typlen;
+	bool		typbyval;
+} WeirColumnSpec;
+
+/*
+ * A column of the sink, in the order the worker produces them.  The first
+ * nsinkkey columns form the sink's unique key (rows are upserted and
+ * retracted by it); with none, rows are only ever inserted.
+ */
+typedef struct WeirSinkColumn
+{
+	char	   *name;
+	Oid			type;
+	int32		typmod;
+	Oid			collation;
+	bool		nullable;
+} WeirSinkColumn;
+
 typedef struct WeirWindowing
 {
 	WeirWindowKind kind;
@@ -87,6 +119,7 @@ typedef struct WeirWindowing
 /* Everything the worker needs to run a pipeline, built from its catalog row */
 typedef struct WeirPlan
 {
+	WeirOperatorKind op;
 	Oid			source;			/* topic relid */
 	int			nkeys;
 	WeirKeySpec *keys;
@@ -98,6 +131,14 @@ typedef struct WeirPlan
 	int			nargs;			/* evaluated arguments per row, all aggregates */
 	bool		has_generic;	/* some aggregate keeps a state in local memory */
 	WeirWindowing windowing;
+	/* WEIR_OP_DEDUP: the id is `keys`; each kept record emits `columns` */
+	int64		horizon;		/* us of event time; 0: ids are kept forever */
+	int			ncolumns;		/* their values are the row's arguments */
+	WeirColumnSpec *columns;
+	/* what the sink receives */
+	int			nsinkcols;
+	WeirSinkColumn *sinkcols;
+	int			nsinkkey;
 } WeirPlan;
 
 extern WeirPlan *weir_definition_plan(Oid source, const char *key,
@@ -105,6 +146,10 @@ extern WeirPlan *weir_definition_plan(Oid source, const char *key,
 									  const char *aggregates,
 									  const char *filter,
 									  WeirWindowing *windowing);
+extern WeirPlan *weir_definition_dedup_plan(Oid source, const char *id,
+											const char *event_time,
+											const char *columns,
+											const char *filter, int64 horizon);
 extern int64 weir_interval_usecs(Interval *interval, const char *what);
 extern void weir_definition_windowing(Datum windowing, WeirWindowing *out);
 

@@ -60,7 +60,6 @@ weir_live_state(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	WeirPipelineRow row;
 	WeirPipelineSlot *slot;
-	WeirWindowing windowing;
 	WeirPlan   *plan;
 	dsa_area   *area;
 	WeirStoreRoot *root;
@@ -78,13 +77,11 @@ weir_live_state(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of pipeline \"%s\" to read its state", name)));
-	weir_definition_windowing(row.windowing, &windowing);
 	/* plan as the worker does: with the pipeline's own search_path */
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", row.search_path, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	plan = weir_definition_plan(row.source, row.key, row.event_time, row.aggregates,
-								row.filter, &windowing);
+	plan = weir_pipeline_plan(&row);
 	AtEOXact_GUC(true, nestlevel);
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -113,8 +110,17 @@ weir_live_state(PG_FUNCTION_ARGS)
 				continue;
 			w = dsa_get_address(area, slots[i]);
 			c = &copies[ncopies++];
-			c->start = w->start;
-			c->end = weir_window_end(root, plan, w);
+			if (plan->op == WEIR_OP_DEDUP)
+			{
+				/* an id: when it was last seen, and when it expires */
+				memcpy(&c->start, weir_window_states(root, w), sizeof(TimestampTz));
+				c->end = plan->horizon > 0 ? c->start + plan->horizon : DT_NOEND;
+			}
+			else
+			{
+				c->start = w->start;
+				c->end = weir_window_end(root, plan, w);
+			}
 			c->flags = w->flags;
 			c->key = palloc(w->keylen);
 			memcpy(c->key, w->data, w->keylen);

@@ -184,73 +184,65 @@ relation_if_exists(const char *name, RangeVar **rv)
 	return RangeVarGetRelid(*rv, NoLock, true);
 }
 
-/* The sink's columns as CREATE TABLE text, and its conflict target. */
+/* The sink as CREATE TABLE text: its columns and unique key. */
 static char *
 sink_definition(WeirPlan *plan, const char *qualified)
 {
 	StringInfoData sql;
-	StringInfoData pk;
 
 	initStringInfo(&sql);
-	initStringInfo(&pk);
 	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
-	for (int i = 0; i < plan->nkeys; i++)
-	{
-		appendStringInfo(&sql, "%s %s NOT NULL, ", quote_identifier(plan->keys[i].name),
-						 format_type_with_typemod(plan->keys[i].type, plan->keys[i].typmod));
-		appendStringInfo(&pk, "%s, ", quote_identifier(plan->keys[i].name));
-	}
-	appendStringInfoString(&sql, "window_start timestamptz NOT NULL, window_end timestamptz NOT NULL");
-	for (int i = 0; i < plan->naggs; i++)
-		appendStringInfo(&sql, ", %s %s", quote_identifier(plan->aggs[i].name),
-						 format_type_be(plan->aggs[i].resulttype));
-	appendStringInfo(&sql, ", PRIMARY KEY (%swindow_start))", pk.data);
+	for (int i = 0; i < plan->nsinkcols; i++)
+		appendStringInfo(&sql, "%s%s %s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->sinkcols[i].name),
+						 format_type_with_typemod(plan->sinkcols[i].type, plan->sinkcols[i].typmod),
+						 plan->sinkcols[i].nullable ? "" : " NOT NULL");
+	for (int i = 0; i < plan->nsinkkey; i++)
+		appendStringInfo(&sql, "%s%s", i == 0 ? ", PRIMARY KEY (" : ", ",
+						 quote_identifier(plan->sinkcols[i].name));
+	appendStringInfoString(&sql, plan->nsinkkey > 0 ? "))" : ")");
 	return sql.data;
-}
-
-static void
-check_sink_column(Oid sink, const char *name, Oid type)
-{
-	AttrNumber	attnum = get_attnum(sink, name);
-
-	if (attnum == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("sink \"%s\" has no column \"%s\"", get_rel_name(sink), name),
-				 errhint("Let weir create the sink (name a table that does not exist), or add the column.")));
-	if (get_atttype(sink, attnum) != type)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" of sink \"%s\" has type %s, the pipeline produces %s",
-						name, get_rel_name(sink), format_type_be(get_atttype(sink, attnum)),
-						format_type_be(type))));
 }
 
 /* The sink has every column the pipeline writes, with its type. */
 static void
 check_sink_columns(WeirPlan *plan, Oid sink)
 {
-	for (int i = 0; i < plan->nkeys; i++)
-		check_sink_column(sink, plan->keys[i].name, plan->keys[i].type);
-	check_sink_column(sink, "window_start", TIMESTAMPTZOID);
-	check_sink_column(sink, "window_end", TIMESTAMPTZOID);
-	for (int i = 0; i < plan->naggs; i++)
-		check_sink_column(sink, plan->aggs[i].name, plan->aggs[i].resulttype);
+	for (int i = 0; i < plan->nsinkcols; i++)
+	{
+		const char *name = plan->sinkcols[i].name;
+		Oid			type = plan->sinkcols[i].type;
+		AttrNumber	attnum = get_attnum(sink, name);
+
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("sink \"%s\" has no column \"%s\"", get_rel_name(sink), name),
+					 errhint("Let weir create the sink (name a table that does not exist), or add the column.")));
+		if (get_atttype(sink, attnum) != type)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of sink \"%s\" has type %s, the pipeline produces %s",
+							name, get_rel_name(sink), format_type_be(get_atttype(sink, attnum)),
+							format_type_be(type))));
+	}
 }
 
 /*
- * A topic as sink chains pipelines: the worker INSERTs each window's row
- * into it in the checkpoint transaction, through the topic's producer
- * trigger, so the next pipeline reads it only once that commits.  A topic
- * is append-only, so each window must emit exactly one row: emit 'final',
- * no allowed lateness, and no session windows (whose rows move).
+ * A topic as sink chains pipelines: the worker INSERTs each row into it in
+ * the checkpoint transaction, through the topic's producer trigger, so the
+ * next pipeline reads it only once that commits.  A topic is append-only,
+ * so a window must emit exactly one row: emit 'final', no allowed lateness,
+ * and no session windows (whose rows move).  Records kept by dedup are
+ * emitted once each.
  */
 static void
 check_topic_sink(WeirPlan *plan, Oid sink, WeirPipelineRow *row)
 {
-	if (strcmp(row->emit, "final") != 0 ||
-		weir_interval_usecs(&row->allowed_lateness, "allowed_lateness") != 0 ||
-		plan->windowing.kind == WEIR_WINDOW_SESSION)
+	if (plan->op == WEIR_OP_WINDOW &&
+		(strcmp(row->emit, "final") != 0 ||
+		 weir_interval_usecs(&row->allowed_lateness, "allowed_lateness") != 0 ||
+		 plan->windowing.kind == WEIR_WINDOW_SESSION))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a topic sink takes exactly one row per window"),
@@ -264,17 +256,15 @@ check_topic_sink(WeirPlan *plan, Oid sink, WeirPipelineRow *row)
 				 errhint("The pipeline writes with its owner's privileges, which need INSERT on the topic.")));
 }
 
-/* An existing sink must have the columns and a unique key to upsert on. */
-static void
-check_sink(WeirPlan *plan, Oid sink)
+/* Whether the sink has an immediate, total unique index on its key columns. */
+static bool
+sink_has_key(WeirPlan *plan, Relation rel)
 {
-	Relation	rel = table_open(sink, AccessShareLock);
 	List	   *indexes = RelationGetIndexList(rel);
+	Oid			sink = RelationGetRelid(rel);
 	ListCell   *lc;
 	bool		has_key = false;
-	int			nkey = plan->nkeys + 1;
-
-	check_sink_columns(plan, sink);
+	int			nkey = plan->nsinkkey;
 
 	foreach(lc, indexes)
 	{
@@ -291,21 +281,30 @@ check_sink(WeirPlan *plan, Oid sink)
 			heap_attisnull(tup, Anum_pg_index_indpred, NULL))
 		{
 			for (int k = 0; k < nkey; k++)
-			{
-				AttrNumber	a = index->indkey.values[k];
-
-				if (a == get_attnum(sink, "window_start"))
-					matched++;
-				for (int i = 0; i < plan->nkeys; i++)
-					if (a == get_attnum(sink, plan->keys[i].name))
+				for (int i = 0; i < nkey; i++)
+					if (index->indkey.values[k] == get_attnum(sink, plan->sinkcols[i].name))
 						matched++;
-			}
 		}
 		ReleaseSysCache(tup);
 		if (matched == nkey)
 			has_key = true;
 	}
+	return has_key;
+}
+
+/*
+ * An existing sink must have the columns, and for rows that are updated
+ * in place (windows), a unique key to upsert on.
+ */
+static void
+check_sink(WeirPlan *plan, Oid sink)
+{
+	Relation	rel = table_open(sink, AccessShareLock);
+	bool		has_key = plan->nsinkkey == 0 || sink_has_key(plan, rel);
+	AclMode		needed = ACL_INSERT;
+
 	table_close(rel, AccessShareLock);
+	check_sink_columns(plan, sink);
 	if (!has_key)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
@@ -313,95 +312,90 @@ check_sink(WeirPlan *plan, Oid sink)
 						get_rel_name(sink)),
 				 errdetail("Late records update rows already in the sink, which needs that key; partial, deferrable and expression indexes do not count."),
 				 errhint("Add a primary key, or let weir create the sink.")));
-	if (pg_class_aclcheck(sink, GetUserId(),
-						  ACL_INSERT | ACL_UPDATE |
-						  (plan->windowing.kind == WEIR_WINDOW_SESSION ? ACL_DELETE : 0)) != ACLCHECK_OK)
+	if (plan->nsinkkey > 0)
+		needed |= ACL_UPDATE;
+	if (plan->op == WEIR_OP_WINDOW && plan->windowing.kind == WEIR_WINDOW_SESSION)
+		needed |= ACL_DELETE;
+	if (pg_class_aclcheck(sink, GetUserId(), needed) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to write to sink \"%s\"", get_rel_name(sink)),
-				 errhint("The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink (and DELETE for session windows, whose rows move when sessions merge).")));
+				 errhint(plan->op == WEIR_OP_WINDOW ?
+						 "The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink (and DELETE for session windows, whose rows move when sessions merge)." :
+						 "The pipeline writes with its owner's privileges, which need INSERT on the sink.")));
+}
+
+/* Where the options every pipeline kind shares sit in its create function */
+typedef struct CommonArgs
+{
+	int			out_of_orderness;
+	int			idle_timeout;
+	int			sink;
+	int			checkpoint_interval;
+	int			max_state_memory;
+	int			late_records;
+	int			start;
+} CommonArgs;
+
+/* Name, source and their checks: the first two arguments of every kind. */
+static void
+begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
+{
+	Relation	source;
+	WeirPipelineRow existing;
+
+	(void) weir_shmem();
+	memset(row, 0, sizeof(*row));
+	row->name = text_arg(fcinfo, 0, "name", true);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"source\" must not be null")));
+	row->source = PG_GETARG_OID(1);
+	if (row->name[0] == '\0' || strlen(row->name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pipeline name must have 1 to %d characters", NAMEDATALEN - 1)));
+	if (weir_catalog_pipeline_by_name(row->name, &existing))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" already exists", row->name),
+				 errhint("Drop it with weir.drop_pipeline(), or choose another name.")));
+
+	source = table_open(row->source, AccessShareLock);
+	(void) weir_topic_get(source);
+	if (pg_class_aclcheck(row->source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read topic \"%s\"", RelationGetRelationName(source)),
+				 errhint("A pipeline reads with its owner's privileges.")));
+	table_close(source, NoLock);
 }
 
 /*
- * weir.create_pipeline(name, source, key, event_time, windowing, aggregates,
- *		filter, out_of_orderness, allowed_lateness, idle_timeout, emit, sink,
- *		checkpoint_interval, max_state_memory, late_records, start)
+ * The options every kind shares, the sink (created with the right columns,
+ * or checked), the late-records table, and the catalog row.
  */
-PG_FUNCTION_INFO_V1(weir_create_pipeline);
-Datum
-weir_create_pipeline(PG_FUNCTION_ARGS)
+static int32
+finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
+			  const CommonArgs *args)
 {
-	WeirPipelineRow row;
-	WeirWindowing windowing;
-	WeirPlan   *plan;
-	Relation	source;
 	char	   *sink_name;
 	char	   *late_name;
 	Oid			sink;
 	RangeVar   *rv;
 	Interval   *iv;
 	int64		checkpoint_us;
-	WeirPipelineRow existing;
 
-	(void) weir_shmem();
-	memset(&row, 0, sizeof(row));
-	row.name = text_arg(fcinfo, 0, "name", true);
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"source\" must not be null")));
-	row.source = PG_GETARG_OID(1);
-	row.key = text_arg(fcinfo, 2, "key", true);
-	row.event_time = text_arg(fcinfo, 3, "event_time", true);
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"windowing\" must not be null"),
-				 errhint("Pass weir.tumbling(size), weir.hopping(size, slide) or weir.session(gap).")));
-	row.windowing = PG_GETARG_DATUM(4);
-	row.aggregates = text_arg(fcinfo, 5, "aggregates", true);
-	row.filter = text_arg(fcinfo, 6, "filter", false);
-
-	if (row.name[0] == '\0' || strlen(row.name) >= NAMEDATALEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("pipeline name must have 1 to %d characters", NAMEDATALEN - 1)));
-	if (weir_catalog_pipeline_by_name(row.name, &existing))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("pipeline \"%s\" already exists", row.name),
-				 errhint("Drop it with weir.drop_pipeline(), or choose another name.")));
-
-	source = table_open(row.source, AccessShareLock);
-	(void) weir_topic_get(source);
-	if (pg_class_aclcheck(row.source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read topic \"%s\"", RelationGetRelationName(source)),
-				 errhint("A pipeline reads with its owner's privileges.")));
-	table_close(source, NoLock);
-
-	weir_definition_windowing(row.windowing, &windowing);
-	plan = weir_definition_plan(row.source, row.key, row.event_time,
-								row.aggregates, row.filter, &windowing);
-
-	/* NULL out_of_orderness or allowed_lateness means none */
-	iv = interval_arg(fcinfo, 7, "out_of_orderness", true);
+	/* NULL out_of_orderness means none */
+	iv = interval_arg(fcinfo, args->out_of_orderness, "out_of_orderness", true);
 	if (iv)
-		row.out_of_orderness = *iv;
-	iv = interval_arg(fcinfo, 8, "allowed_lateness", true);
+		row->out_of_orderness = *iv;
+	iv = interval_arg(fcinfo, args->idle_timeout, "idle_timeout", false);
+	row->has_idle_timeout = iv != NULL;
 	if (iv)
-		row.allowed_lateness = *iv;
-	iv = interval_arg(fcinfo, 9, "idle_timeout", false);
-	row.has_idle_timeout = iv != NULL;
-	if (iv)
-		row.idle_timeout = *iv;
-	row.emit = PG_ARGISNULL(10) ? "final" : text_arg(fcinfo, 10, "emit", false);
-	if (strcmp(row.emit, "final") != 0 && strcmp(row.emit, "updates") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("emit must be 'final' or 'updates', not '%s'", row.emit)));
-	iv = interval_arg(fcinfo, 12, "checkpoint_interval", false);
+		row->idle_timeout = *iv;
+	iv = interval_arg(fcinfo, args->checkpoint_interval, "checkpoint_interval", false);
 	if (iv == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -411,19 +405,20 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
-	row.checkpoint_interval = *iv;
-	row.max_state_memory = PG_ARGISNULL(13) ? (int64) weir_default_max_state_memory * 1024 :
-		PG_GETARG_INT64(13);
-	if (row.max_state_memory < 1024 * 1024)
+	row->checkpoint_interval = *iv;
+	row->max_state_memory = PG_ARGISNULL(args->max_state_memory) ?
+		(int64) weir_default_max_state_memory * 1024 :
+		PG_GETARG_INT64(args->max_state_memory);
+	if (row->max_state_memory < 1024 * 1024)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_state_memory must be at least 1MB (1048576 bytes)")));
-	row.enabled = PG_ARGISNULL(15) ? true : PG_GETARG_BOOL(15);
-	row.owner = GetUserId();
-	row.search_path = GetConfigOptionByName("search_path", NULL, false);
+	row->enabled = PG_ARGISNULL(args->start) ? true : PG_GETARG_BOOL(args->start);
+	row->owner = GetUserId();
+	row->search_path = GetConfigOptionByName("search_path", NULL, false);
 
-	/* the sink: created with the right columns, or checked */
-	sink_name = PG_ARGISNULL(11) ? row.name : text_arg(fcinfo, 11, "sink", false);
+	sink_name = PG_ARGISNULL(args->sink) ? row->name :
+		text_arg(fcinfo, args->sink, "sink", false);
 	sink = relation_if_exists(sink_name, &rv);
 	if (!OidIsValid(sink))
 	{
@@ -436,19 +431,19 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 		bool		is_topic = weir_topic_lookup(sinkrel) != NULL;
 
 		table_close(sinkrel, AccessShareLock);
-		if (sink == row.source)
+		if (sink == row->source)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("a pipeline cannot write to its own source"),
 					 errhint("Chain pipelines through a second topic.")));
 		if (is_topic)
-			check_topic_sink(plan, sink, &row);
+			check_topic_sink(plan, sink, row);
 		else
 			check_sink(plan, sink);
 	}
-	row.sink = sink;
+	row->sink = sink;
 
-	late_name = text_arg(fcinfo, 14, "late_records", false);
+	late_name = text_arg(fcinfo, args->late_records, "late_records", false);
 	if (late_name)
 	{
 		Oid			late = relation_if_exists(late_name, &rv);
@@ -457,17 +452,109 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 		{
 			weir_catalog_run_ddl(psprintf("CREATE TABLE %s (LIKE %s, watermark timestamptz, received_at timestamptz)",
 										  quote_qualified_identifier(rv->schemaname, rv->relname),
-										  quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.source)),
-																	 get_rel_name(row.source))));
+										  quote_qualified_identifier(get_namespace_name(get_rel_namespace(row->source)),
+																	 get_rel_name(row->source))));
 			late = RangeVarGetRelid(rv, NoLock, false);
 		}
-		row.late_records = late;
+		row->late_records = late;
 	}
 
-	row.id = weir_catalog_pipeline_insert(&row);
-	if (row.enabled)
+	row->id = weir_catalog_pipeline_insert(row);
+	if (row->enabled)
 		wake_launcher_at_commit();
-	PG_RETURN_INT32(row.id);
+	return row->id;
+}
+
+/*
+ * weir.create_pipeline(name, source, key, event_time, windowing, aggregates,
+ *		filter, out_of_orderness, allowed_lateness, idle_timeout, emit, sink,
+ *		checkpoint_interval, max_state_memory, late_records, start)
+ */
+PG_FUNCTION_INFO_V1(weir_create_pipeline);
+Datum
+weir_create_pipeline(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {7, 9, 11, 12, 13, 14, 15};
+	WeirPipelineRow row;
+	WeirWindowing windowing;
+	WeirPlan   *plan;
+	Interval   *iv;
+
+	begin_create(fcinfo, &row);
+	row.operator = "window";
+	row.key = text_arg(fcinfo, 2, "key", true);
+	row.event_time = text_arg(fcinfo, 3, "event_time", true);
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"windowing\" must not be null"),
+				 errhint("Pass weir.tumbling(size), weir.hopping(size, slide) or weir.session(gap).")));
+	row.windowing = PG_GETARG_DATUM(4);
+	row.aggregates = text_arg(fcinfo, 5, "aggregates", true);
+	row.filter = text_arg(fcinfo, 6, "filter", false);
+	weir_definition_windowing(row.windowing, &windowing);
+	plan = weir_definition_plan(row.source, row.key, row.event_time,
+								row.aggregates, row.filter, &windowing);
+
+	iv = interval_arg(fcinfo, 8, "allowed_lateness", true);
+	if (iv)
+		row.allowed_lateness = *iv;
+	row.emit = PG_ARGISNULL(10) ? "final" : text_arg(fcinfo, 10, "emit", false);
+	if (strcmp(row.emit, "final") != 0 && strcmp(row.emit, "updates") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("emit must be 'final' or 'updates', not '%s'", row.emit)));
+	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+}
+
+/*
+ * weir.create_dedup(name, source, id, event_time, horizon, columns, filter,
+ *		out_of_orderness, idle_timeout, sink, checkpoint_interval,
+ *		max_state_memory, late_records, start)
+ */
+PG_FUNCTION_INFO_V1(weir_create_dedup);
+Datum
+weir_create_dedup(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {7, 8, 9, 10, 11, 12, 13};
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+	Interval   *horizon;
+
+	begin_create(fcinfo, &row);
+	row.operator = "dedup";
+	row.key = text_arg(fcinfo, 2, "id", true);
+	row.event_time = text_arg(fcinfo, 3, "event_time", true);
+	horizon = interval_arg(fcinfo, 4, "horizon", false);
+	row.has_horizon = horizon != NULL;
+	if (horizon)
+		row.horizon = *horizon;
+	row.columns = text_arg(fcinfo, 5, "columns", false);
+	row.filter = text_arg(fcinfo, 6, "filter", false);
+	row.emit = "final";
+	plan = weir_definition_dedup_plan(row.source, row.key, row.event_time,
+									  row.columns, row.filter,
+									  horizon ? weir_interval_usecs(horizon, "horizon") : 0);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+}
+
+/* The plan of a catalog row, whatever its kind (the worker's view of it). */
+WeirPlan *
+weir_pipeline_plan(WeirPipelineRow *row)
+{
+	if (strcmp(row->operator, "dedup") == 0)
+		return weir_definition_dedup_plan(row->source, row->key, row->event_time,
+										  row->columns, row->filter,
+										  row->has_horizon ?
+										  weir_interval_usecs(&row->horizon, "horizon") : 0);
+	else
+	{
+		WeirWindowing windowing;
+
+		weir_definition_windowing(row->windowing, &windowing);
+		return weir_definition_plan(row->source, row->key, row->event_time,
+									row->aggregates, row->filter, &windowing);
+	}
 }
 
 /* --- controlling -------------------------------------------------------- */
@@ -644,7 +731,10 @@ weir_alter_pipeline(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-#define PIPELINE_STATE_COLS 12
+#define PIPELINE_STATE_COLS 14
+
+/* a partition silent this long while holding the watermark back is named */
+#define WATERMARK_STALL_USECS (10 * USECS_PER_SEC)
 
 PG_FUNCTION_INFO_V1(weir_pipeline_state);
 Datum
@@ -667,6 +757,9 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		int64		windows;
 		int64		state_bytes;
 		int64		lag;
+		int32		holder;
+		TimestampTz holder_data_at;
+		bool		holder_has_time;
 
 		SpinLockAcquire(&p->mutex);
 		id = p->dboid == MyDatabaseId ? p->pipeline_id : 0;
@@ -677,6 +770,9 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		windows = p->windows;
 		state_bytes = p->state_bytes;
 		lag = p->lag_rows;
+		holder = p->watermark_holder;
+		holder_data_at = p->holder_data_at;
+		holder_has_time = p->holder_has_time;
 		SpinLockRelease(&p->mutex);
 		if (id == 0 || pid == 0)
 			continue;
@@ -697,6 +793,17 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_out));
 		values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_late));
 		values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dead));
+		values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dropped));
+		nulls[13] = true;
+		if (holder >= 0 && GetCurrentTimestamp() - holder_data_at > WATERMARK_STALL_USECS)
+		{
+			/* say plainly why state that waits for the watermark grows */
+			values[13] = CStringGetTextDatum(psprintf(holder_has_time ?
+													  "watermark stalled: partition %d has had no data since %s and holds it back (no idle_timeout); state waiting for the watermark grows" :
+													  "watermark stalled: partition %d has had no data since %s and has shown no event time yet (no idle_timeout); state waiting for the watermark grows",
+													  holder, timestamptz_to_str(holder_data_at)));
+			nulls[13] = false;
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

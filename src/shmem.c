@@ -109,6 +109,8 @@ weir_shmem_startup(void)
 			pg_atomic_init_u64(&p->records_out, 0);
 			pg_atomic_init_u64(&p->records_late, 0);
 			pg_atomic_init_u64(&p->records_dead, 0);
+			pg_atomic_init_u64(&p->records_dropped, 0);
+			p->watermark_holder = -1;
 			ConditionVariableInit(&p->checkpoint_cv);
 		}
 	}
@@ -209,11 +211,13 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 		found->windows = 0;
 		found->state_bytes = 0;
 		found->lag_rows = 0;
+		found->watermark_holder = -1;
 		SpinLockRelease(&found->mutex);
 		pg_atomic_write_u64(&found->records_in, 0);
 		pg_atomic_write_u64(&found->records_out, 0);
 		pg_atomic_write_u64(&found->records_late, 0);
 		pg_atomic_write_u64(&found->records_dead, 0);
+		pg_atomic_write_u64(&found->records_dropped, 0);
 	}
 	LWLockRelease(sh->lock);
 	return found;

@@ -81,6 +81,11 @@ typedef struct WeirPipelineSlot
 	pg_atomic_uint64 records_out;	/* sink rows written */
 	pg_atomic_uint64 records_late;
 	pg_atomic_uint64 records_dead;
+	pg_atomic_uint64 records_dropped;	/* duplicates (dedup) */
+	/* why the watermark does not move, under mutex */
+	int32		watermark_holder;	/* partition holding it back; -1: none */
+	TimestampTz holder_data_at; /* when that partition last had data */
+	bool		holder_has_time;	/* whether it has shown an event time */
 	ConditionVariable checkpoint_cv;	/* broadcast after each checkpoint */
 } WeirPipelineSlot;
 

@@ -43,10 +43,10 @@
 
 #define SINK_BATCH 1000
 
-/* Sorting rows into the sink key's order: keys, then window_start. */
+/* Sorting rows into the order of the sink's unique key. */
 typedef struct RowOrder
 {
-	int			nkeys;			/* sort columns: the pipeline's keys + window_start */
+	int			nkeys;			/* sort columns: the sink key's */
 	Datum	  **values;			/* column arrays, as given */
 	SortSupportData *ssup;		/* [nkeys] */
 } RowOrder;
@@ -71,9 +71,10 @@ compare_rows(const void *a, const void *b, void *arg)
 }
 
 /*
- * The rows' order along the sink's unique key (key columns, window_start),
- * so that index insertion walks the btree instead of landing on a random
- * page per row.  Key columns are never null.
+ * The rows' order along the sink's unique key (for windows: key columns,
+ * window_start), so that index insertion walks the btree instead of landing
+ * on a random page per row.  Key columns are never null.  Without a unique
+ * key, the rows stay in the order they came in.
  */
 static int *
 key_order(WeirPlan *plan, Datum **values, int nrows)
@@ -81,13 +82,13 @@ key_order(WeirPlan *plan, Datum **values, int nrows)
 	RowOrder	order;
 	int		   *rows = palloc(sizeof(int) * Max(nrows, 1));
 
-	order.nkeys = plan->nkeys + 1;
+	order.nkeys = plan->nsinkkey;
 	order.values = values;
-	order.ssup = palloc0(sizeof(SortSupportData) * order.nkeys);
+	order.ssup = palloc0(sizeof(SortSupportData) * Max(order.nkeys, 1));
 	for (int k = 0; k < order.nkeys; k++)
 	{
-		Oid			type = k < plan->nkeys ? plan->keys[k].type : TIMESTAMPTZOID;
-		Oid			collation = k < plan->nkeys ? plan->keys[k].collation : InvalidOid;
+		Oid			type = plan->sinkcols[k].type;
+		Oid			collation = plan->sinkcols[k].collation;
 		Oid			lt;
 
 		get_sort_group_operators(type, true, false, false, &lt, NULL, NULL, NULL);
@@ -98,21 +99,21 @@ key_order(WeirPlan *plan, Datum **values, int nrows)
 	}
 	for (int r = 0; r < nrows; r++)
 		rows[r] = r;
-	qsort_arg(rows, nrows, sizeof(int), compare_rows, &order);
+	if (order.nkeys > 0)
+		qsort_arg(rows, nrows, sizeof(int), compare_rows, &order);
 	return rows;
 }
 
 /*
  * Whether the bulk path may write this sink; if so, map[i] is the sink
- * attribute number (1-based) of the pipeline's i-th column (keys,
- * window_start, window_end, aggregates).
+ * attribute number (1-based) of the plan's i-th sink column.
  */
 bool
 weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
 {
 	Relation	rel = table_open(sink, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			ncols = plan->nkeys + 2 + plan->naggs;
+	int			ncols = plan->nsinkcols;
 	int			live = 0;
 	bool		ok;
 
@@ -134,17 +135,12 @@ weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
 		live++;
 		for (int c = 0; c < ncols && !found; c++)
 		{
-			const char *mine = c < plan->nkeys ? plan->keys[c].name :
-				c == plan->nkeys ? "window_start" :
-				c == plan->nkeys + 1 ? "window_end" :
-				plan->aggs[c - plan->nkeys - 2].name;
-
-			if (strcmp(mine, name) == 0)
+			if (strcmp(plan->sinkcols[c].name, name) == 0)
 			{
 				map[c] = a + 1;
 				found = true;
-				/* aggregates may be null: NOT NULL there needs the executor */
-				if (att->attnotnull && c >= plan->nkeys + 2)
+				/* values that may be null: NOT NULL there needs the executor */
+				if (att->attnotnull && plan->sinkcols[c].nullable)
 					ok = false;
 			}
 		}

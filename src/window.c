@@ -79,6 +79,7 @@ typedef struct SessionKey
 
 static void retire(WeirWindowStore *store, dsa_pointer dp, bool merged);
 static void maybe_shrink(WeirWindowStore *store);
+static void unindex(WeirWindowStore *store, WeirWindow *w);
 
 static inline WeirWindow *
 window_at(WeirWindowStore *store, dsa_pointer dp)
@@ -291,6 +292,54 @@ probe(WeirWindowStore *store, uint32 hash, TimestampTz start, const char *key,
 }
 
 /*
+ * Find (start, key); if absent and `create`, add it with zeroed states.
+ * Returns its dsa_pointer, InvalidDsaPointer if absent or if memory ran out
+ * (store->out_of_memory is then set).  The caller links a new one into a
+ * list.
+ */
+static dsa_pointer
+find_or_add(WeirWindowStore *store, TimestampTz start, const char *key,
+			uint32 keylen, bool create, bool *created)
+{
+	WeirStoreRoot *root = store->root;
+	uint32		hash = window_hash(start, key, keylen);
+	uint32		slot;
+	bool		found;
+	dsa_pointer dp;
+	WeirWindow *w;
+
+	slot = probe(store, hash, start, key, keylen, &found);
+	*created = false;
+	if (found)
+		return slot_table(store)[slot];
+	if (!create)
+		return InvalidDsaPointer;
+
+	if ((root->used + root->deleted + 1) * 4 > root->capacity * 3)
+	{
+		if (!resize(store, table_capacity_for(root->used + 1)))
+			return InvalidDsaPointer;
+		slot = probe(store, hash, start, key, keylen, &found);
+	}
+	dp = store_alloc(store, window_size(root, keylen), DSA_ALLOC_ZERO);
+	if (!DsaPointerIsValid(dp))
+		return InvalidDsaPointer;
+	w = window_at(store, dp);
+	w->start = start;
+	w->keylen = keylen;
+	w->hash = hash;
+	w->flags = WEIR_WINDOW_DIRTY;
+	w->next = InvalidDsaPointer;
+	memcpy(w->data, key, keylen);
+	if (slot_table(store)[slot] == SLOT_DELETED)
+		root->deleted--;
+	slot_table(store)[slot] = dp;
+	root->used++;
+	*created = true;
+	return dp;
+}
+
+/*
  * The window of a key starting at `start`, created (zeroed states) if
  * absent; NULL if memory ran out (store->out_of_memory is then set).
  */
@@ -299,37 +348,16 @@ weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
 				   const char *key, uint32 keylen, bool *created)
 {
 	WeirStoreRoot *root = store->root;
-	uint32		hash = window_hash(start, key, keylen);
-	uint32		slot;
-	bool		found;
 	dsa_pointer dp;
 	WeirWindow *w;
 	bool		bfound;
 
-	slot = probe(store, hash, start, key, keylen, &found);
-	*created = !found;
-	if (found)
-		return window_at(store, slot_table(store)[slot]);
-
-	if ((root->used + root->deleted + 1) * 4 > root->capacity * 3)
-	{
-		if (!resize(store, table_capacity_for(root->used + 1)))
-			return NULL;
-		slot = probe(store, hash, start, key, keylen, &found);
-	}
-	dp = store_alloc(store, window_size(root, keylen), DSA_ALLOC_ZERO);
+	dp = find_or_add(store, start, key, keylen, true, created);
 	if (!DsaPointerIsValid(dp))
 		return NULL;
 	w = window_at(store, dp);
-	w->start = start;
-	w->keylen = keylen;
-	w->hash = hash;
-	w->flags = WEIR_WINDOW_DIRTY;
-	memcpy(w->data, key, keylen);
-	if (slot_table(store)[slot] == SLOT_DELETED)
-		root->deleted--;
-	slot_table(store)[slot] = dp;
-	root->used++;
+	if (!*created)
+		return w;
 
 	if (root->session)
 	{
@@ -361,6 +389,40 @@ weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
 		bucket->head = dp;
 	}
 	return w;
+}
+
+/*
+ * Keyed entries (dedup): one entry per key, stored as a window at start 0,
+ * which the store does not link anywhere: its `next` is the operator's.
+ */
+dsa_pointer
+weir_keyed_find(WeirWindowStore *store, const char *key, uint32 keylen,
+				bool create, bool *created)
+{
+	return find_or_add(store, 0, key, keylen, create, created);
+}
+
+WeirWindow *
+weir_window_at(WeirWindowStore *store, dsa_pointer dp)
+{
+	return window_at(store, dp);
+}
+
+/* Take a keyed entry out of memory; the operator has unlinked it. */
+void
+weir_keyed_remove(WeirWindowStore *store, dsa_pointer dp)
+{
+	WeirWindow *w = window_at(store, dp);
+
+	unindex(store, w);
+	store_free(store, dp, window_size(store->root, w->keylen));
+}
+
+/* Give memory back after many keyed entries left. */
+void
+weir_keyed_shrink(WeirWindowStore *store)
+{
+	maybe_shrink(store);
 }
 
 /* Remove a window from the slot table (its list is the caller's business). */

@@ -106,6 +106,11 @@ extern WeirWindow *weir_window_lookup(WeirWindowStore *store, TimestampTz start,
 extern WeirWindow *weir_session_place(WeirWindowStore *store, const char *key,
 									  uint32 keylen, TimestampTz t,
 									  TimestampTz watermark, int64 lateness);
+extern dsa_pointer weir_keyed_find(WeirWindowStore *store, const char *key,
+								   uint32 keylen, bool create, bool *created);
+extern void weir_keyed_remove(WeirWindowStore *store, dsa_pointer dp);
+extern void weir_keyed_shrink(WeirWindowStore *store);
+extern WeirWindow *weir_window_at(WeirWindowStore *store, dsa_pointer dp);
 extern int	weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *starts,
 							   int max);
 extern int64 weir_window_fire(WeirWindowStore *store, TimestampTz watermark,

@@ -147,6 +147,13 @@ init_expressions(WeirWorker *w)
 			if (plan->aggs[i].kind == WEIR_AGG_GENERIC && !byval)
 				w->arg_copy_len[n] = len;
 		}
+	/* a dedup's columns are its arguments; by-reference ones are copied */
+	for (int i = 0; i < plan->ncolumns; i++)
+	{
+		w->arg_exprs[i] = ExecInitExpr(expression_planner(plan->columns[i].expr), NULL);
+		if (!plan->columns[i].typbyval)
+			w->arg_copy_len[i] = plan->columns[i].typlen;
+	}
 	initStringInfo(&w->batch_keys);
 	w->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS);
 	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * Max(plan->nargs, 1));
@@ -247,7 +254,9 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 
 		if (isnull)
 		{
-			mark_dead(w, r, slot, psprintf("key \"%s\" is null", plan->keys[i].name));
+			mark_dead(w, r, slot, psprintf("%s \"%s\" is null",
+										   plan->op == WEIR_OP_DEDUP ? "id" : "key",
+										   plan->keys[i].name));
 			goto done;
 		}
 		append_key(&w->batch_keys, &plan->keys[i], v);
@@ -325,6 +334,62 @@ accumulate(WeirPlan *plan, char *states, Datum *values, bool *nulls)
 	}
 }
 
+/* A record too late for state: counted, and kept if the pipeline asks. */
+static void
+record_late(WeirWorker *w, int32 part, WeirEvalRow *r)
+{
+	pg_atomic_fetch_add_u64(&w->slot->records_late, 1);
+	if (OidIsValid(w->row.late_records))
+	{
+		/* keep the record: look it up again by position at checkpoint */
+		MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+		int64	   *late = palloc(sizeof(int64) * 2);
+
+		late[0] = part;
+		late[1] = r->position;
+		w->late = lappend(w->late, late);
+		MemoryContextSwitchTo(oldcxt);
+	}
+}
+
+/* Apply an evaluated batch of partition `part` to a deduplication. */
+static void
+apply_dedup_batch(WeirWorker *w, int32 part)
+{
+	WeirPlan   *plan = w->plan;
+	int64		dropped = 0;
+
+	w->records_since += w->nbatch;
+	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
+	for (int b = 0; b < w->nbatch; b++)
+	{
+		WeirEvalRow *r = &w->batch[b];
+		bool		duplicate;
+
+		if (r->kind == WEIR_ROW_DEAD)
+		{
+			add_dead_letter(w, part, r);
+			continue;
+		}
+		if (r->t > w->max_event_time[part])
+			w->max_event_time[part] = r->t;
+		if (r->kind == WEIR_ROW_FILTERED)
+			continue;
+		if (weir_dedup_is_late(w->dedup, r->t, w->watermark))
+		{
+			record_late(w, part, r);
+			continue;
+		}
+		if (!weir_dedup_apply(w->dedup, w->batch_keys.data + r->keyoff, r->keylen, r->t,
+							  &w->batch_values[b * plan->nargs],
+							  &w->batch_nulls[b * plan->nargs], &duplicate))
+			break;				/* out of state memory: the caller stops */
+		if (duplicate)
+			dropped++;
+	}
+	pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped);
+}
+
 /* Apply an evaluated batch of partition `part` to window state. */
 static void
 apply_batch(WeirWorker *w, int32 part)
@@ -393,20 +458,7 @@ apply_batch(WeirWorker *w, int32 part)
 			placed = true;
 		}
 		if (!placed)
-		{
-			pg_atomic_fetch_add_u64(&w->slot->records_late, 1);
-			if (OidIsValid(w->row.late_records))
-			{
-				/* keep the record: look it up again by position at checkpoint */
-				MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
-				int64	   *late = palloc(sizeof(int64) * 2);
-
-				late[0] = part;
-				late[1] = r->position;
-				w->late = lappend(w->late, late);
-				MemoryContextSwitchTo(oldcxt);
-			}
-		}
+			record_late(w, part, r);
 	}
 }
 
@@ -462,7 +514,10 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	}
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
-	apply_batch(w, part);
+	if (w->dedup)
+		apply_dedup_batch(w, part);
+	else
+		apply_batch(w, part);
 	MemoryContextSwitchTo(oldcxt);
 	LWLockRelease(&w->slot->lock);
 	w->cur_part = -1;
@@ -479,14 +534,22 @@ advance_watermark(WeirWorker *w, TimestampTz now)
 	TimestampTz candidate = DT_NOEND;
 	bool		any = false;
 
+	w->watermark_holder = -1;
 	for (int p = 0; p < w->partitions; p++)
 	{
 		if (w->idle_timeout > 0 && now - w->last_data_at[p] > w->idle_timeout)
 			continue;
 		any = true;
 		if (w->max_event_time[p] == DT_NOBEGIN)
-			return;				/* a live partition that has shown no time yet */
-		candidate = Min(candidate, w->max_event_time[p] - w->out_of_orderness);
+		{
+			w->watermark_holder = p;	/* a live partition with no time yet */
+			return;
+		}
+		if (w->max_event_time[p] - w->out_of_orderness < candidate)
+		{
+			candidate = w->max_event_time[p] - w->out_of_orderness;
+			w->watermark_holder = p;
+		}
 	}
 	if (any && candidate != DT_NOEND && candidate > w->watermark)
 		w->watermark = candidate;
@@ -542,6 +605,12 @@ publish(WeirWorker *w, int64 lag)
 	w->slot->windows = w->store->root->used;
 	w->slot->state_bytes = w->store->root->bytes + w->local_bytes;
 	w->slot->lag_rows = lag;
+	w->slot->watermark_holder = w->watermark_holder;
+	if (w->watermark_holder >= 0)
+	{
+		w->slot->holder_data_at = w->last_data_at[w->watermark_holder];
+		w->slot->holder_has_time = w->max_event_time[w->watermark_holder] != DT_NOBEGIN;
+	}
 	SpinLockRelease(&w->slot->mutex);
 }
 
@@ -613,8 +682,10 @@ run(WeirWorker *w)
 		got = read_round(w, now, &lag, &caught_up);
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-		if (weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates) > 0 ||
-			w->store->retired != NIL)
+		if (w->dedup)
+			(void) weir_dedup_expire(w->dedup, w->watermark);	/* chunks follow */
+		else if (weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates) > 0 ||
+				 w->store->retired != NIL)
 			w->changed = true;
 		LWLockRelease(&w->slot->lock);
 
@@ -641,6 +712,8 @@ run(WeirWorker *w)
 		if (checkpoint)
 		{
 			weir_window_forget_retired(w->store);
+			if (w->dedup)
+				weir_dedup_forget_pending(w->dedup);
 			w->changed = false;
 			if (caught_up)
 				served = tickets;
@@ -709,13 +782,7 @@ setup(int32 id)
 						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	(void) set_config_option("search_path", w->row.search_path, PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
-	{
-		WeirWindowing windowing;
-
-		weir_definition_windowing(w->row.windowing, &windowing);
-		w->plan = weir_definition_plan(w->row.source, w->row.key, w->row.event_time,
-									   w->row.aggregates, w->row.filter, &windowing);
-	}
+	w->plan = weir_pipeline_plan(&w->row);
 	rel = table_open(w->row.source, AccessShareLock);
 	w->partitions = weir_topic_get(rel)->partitions;
 	w->source_name = pstrdup(RelationGetRelationName(rel));
@@ -734,11 +801,14 @@ setup(int32 id)
 	for (int p = 0; p < w->partitions; p++)
 		w->last_data_at[p] = weir_clock_now();
 	w->watermark = DT_NOBEGIN;
+	w->watermark_holder = -1;
 	w->area = dsa_create(weir_shmem()->state_tranche);
 	dsa_pin_mapping(w->area);
 	/* a hard stop a little above the accounted limit, for safety */
 	dsa_set_size_limit(w->area, w->row.max_state_memory + w->row.max_state_memory / 4 + 4 * 1024 * 1024);
 	w->store = weir_window_store_create(w->plan, w->area, w->row.max_state_memory, cxt);
+	if (w->plan->op == WEIR_OP_DEDUP)
+		w->dedup = weir_dedup_create(w->plan, w->store, cxt);
 	init_expressions(w);
 	end_round();
 	MemoryContextSwitchTo(cxt);

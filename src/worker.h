@@ -18,6 +18,7 @@
 #include "lib/stringinfo.h"
 
 #include "catalog_pipeline.h"
+#include "dedup.h"
 #include "definition.h"
 #include "shmem.h"
 #include "window.h"
@@ -66,6 +67,7 @@ typedef struct WeirWorker
 	TimestampTz *max_event_time;	/* DT_NOBEGIN: none yet */
 	TimestampTz *last_data_at;	/* wall clock, for idle_timeout */
 	TimestampTz watermark;		/* never decreases */
+	int32		watermark_holder;	/* partition holding it back; -1: none */
 
 	int64		out_of_orderness;	/* us */
 	int64		lateness;		/* us */
@@ -74,6 +76,7 @@ typedef struct WeirWorker
 	bool		emit_updates;
 
 	WeirWindowStore *store;
+	WeirDedup  *dedup;			/* WEIR_OP_DEDUP: the ids, over `store` */
 	dsa_area   *area;			/* the pipeline's state, in DSA */
 	int64		local_bytes;	/* generic-aggregate states in this process */
 

@@ -1,0 +1,146 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_chunk.c
+ *	  SQL on weir.pipeline_chunk: the checkpointed state of keyed operators
+ *	  (dedup), one chunk of changed entries per checkpoint.
+ *
+ * As in catalog.c, statements run as the owner of the weir schema with a
+ * pinned search_path.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/catalog_chunk.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "catalog_chunk.h"
+
+void
+weir_catalog_write_chunk(int32 id, int64 chunk, TimestampTz expires_at,
+						 int32 entries, bytea *data)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[5] = {INT4OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
+	Datum		values[5] = {Int32GetDatum(id), Int64GetDatum(chunk),
+		TimestampTzGetDatum(expires_at), Int32GetDatum(entries),
+	PointerGetDatum(data)};
+	char		nulls[5] = {' ', ' ', TIMESTAMP_NOT_FINITE(expires_at) ? 'n' : ' ', ' ', ' '};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.pipeline_chunk (pipeline_id, chunk, expires_at, entries, data) "
+					  "VALUES ($1, $2, $3, $4, $5)",
+					  5, types, values, nulls, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+/*
+ * Delete the chunks that expired by `watermark`, or (below_chunk > 0) all
+ * chunks numbered below it; returns how many bytes of data went.
+ */
+int64
+weir_catalog_delete_chunks(int32 id, TimestampTz watermark, int64 below_chunk)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[3] = {INT4OID, TIMESTAMPTZOID, INT8OID};
+	Datum		values[3] = {Int32GetDatum(id), TimestampTzGetDatum(watermark),
+	Int64GetDatum(below_chunk)};
+	char		nulls[3] = {' ', TIMESTAMP_NOT_FINITE(watermark) ? 'n' : ' ', ' '};
+	int64		bytes = 0;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("WITH gone AS (DELETE FROM weir.pipeline_chunk "
+					  "WHERE pipeline_id = $1 AND (expires_at <= $2 OR chunk < $3) "
+					  "RETURNING octet_length(data) AS len) "
+					  "SELECT coalesce(sum(len), 0)::bigint FROM gone",
+					  3, types, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	weir_catalog_privileged_end(&p);
+	return bytes;
+}
+
+/*
+ * Feed every chunk of a pipeline to `cb`, oldest first, one at a time
+ * (a chunk can be large).  Returns the number of chunks; *bytes their size,
+ * *next_chunk the number after the newest.
+ */
+int64
+weir_catalog_load_chunks(int32 id, WeirChunkCallback cb, void *arg, int64 *bytes,
+						 int64 *next_chunk)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+	SPIPlanPtr	plan;
+	Portal		portal;
+	int64		chunks = 0;
+
+	*bytes = 0;
+	*next_chunk = 1;
+	weir_catalog_privileged_begin(&p);
+	plan = SPI_prepare("SELECT chunk, data FROM weir.pipeline_chunk "
+					   "WHERE pipeline_id = $1 ORDER BY chunk", 1, &type);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, &value, NULL, true);
+	for (;;)
+	{
+		HeapTuple	tup;
+		bool		isnull;
+		bytea	   *data;
+		int64		chunk;
+
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+		tup = SPI_tuptable->vals[0];
+		chunk = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		data = DatumGetByteaPP(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+		cb(arg, VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data));
+		*bytes += VARSIZE_ANY_EXHDR(data);
+		*next_chunk = chunk + 1;
+		chunks++;
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	weir_catalog_privileged_end(&p);
+	return chunks;
+}
+
+/* Bytes of data the chunks of a pipeline hold. */
+int64
+weir_catalog_chunk_bytes(int32 id)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+	int64		bytes = 0;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT coalesce(sum(octet_length(data)), 0)::bigint "
+					  "FROM weir.pipeline_chunk WHERE pipeline_id = $1",
+					  1, &type, &value, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	weir_catalog_privileged_end(&p);
+	return bytes;
+}

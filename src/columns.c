@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * columns.c
+ *	  Growing arrays of Datums of one type (see columns.h).  Values are
+ *	  kept as given: the caller keeps by-reference values alive.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/columns.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+
+#include "columns.h"
+
+void
+weir_column_init(WeirColumn *c, Oid type)
+{
+	c->type = type;
+	get_typlenbyvalalign(type, &c->typlen, &c->typbyval, &c->typalign);
+	weir_column_init_like(c, c);
+}
+
+/* An empty column of another's type, without catalog access. */
+void
+weir_column_init_like(WeirColumn *c, const WeirColumn *like)
+{
+	c->type = like->type;
+	c->typlen = like->typlen;
+	c->typbyval = like->typbyval;
+	c->typalign = like->typalign;
+	c->n = 0;
+	c->cap = 64;
+	c->values = palloc(sizeof(Datum) * c->cap);
+	c->nulls = palloc(sizeof(bool) * c->cap);
+}
+
+void
+weir_column_add(WeirColumn *c, Datum value, bool isnull)
+{
+	if (c->n == c->cap)
+	{
+		c->cap *= 2;
+		c->values = repalloc_huge(c->values, sizeof(Datum) * c->cap);
+		c->nulls = repalloc_huge(c->nulls, sizeof(bool) * c->cap);
+	}
+	c->values[c->n] = value;
+	c->nulls[c->n] = isnull;
+	c->n++;
+}
+
+Datum
+weir_column_array(WeirColumn *c)
+{
+	int			dims[1] = {c->n};
+	int			lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array(c->values, c->nulls, 1, dims, lbs,
+											  c->type, c->typlen, c->typbyval,
+											  c->typalign));
+}
+
+bytea *
+weir_make_bytea(const char *data, Size len)
+{
+	bytea	   *b = palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(b, VARHDRSZ + len);
+	memcpy(VARDATA(b), data, len);
+	return b;
+}
