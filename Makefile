@@ -24,7 +24,9 @@ OBJS = \
 	src/live.o \
 	src/sink.o \
 	src/columns.o \
+	src/keyed.o \
 	src/dedup.o \
+	src/lastvalue.o \
 	src/catalog_chunk.o
 
 EXTENSION = weir
@@ -33,7 +35,7 @@ PGFILEDESC = "weir - stream processing inside PostgreSQL"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_last_value
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

@@ -267,18 +267,19 @@ CREATE TABLE weir.pipeline (
 	owner				oid NOT NULL,
 	source				oid NOT NULL,			-- topic relid
 	operator			text NOT NULL DEFAULT 'window'
-						CHECK (operator IN ('window', 'dedup')),
+						CHECK (operator IN ('window', 'dedup', 'last_value')),
 	key					text NOT NULL,			-- dedup: the id
 	event_time			text NOT NULL,
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
 	horizon				interval,				-- dedup; NULL: ids kept forever
-	columns				text,					-- dedup; NULL: the source's columns
+	ttl					interval,				-- last_value; NULL: keys kept forever
+	columns				text,					-- dedup, last_value; NULL: the source's
 	filter				text,
 	out_of_orderness	interval NOT NULL,
 	allowed_lateness	interval NOT NULL,
 	idle_timeout		interval,
-	emit				text NOT NULL CHECK (emit IN ('final', 'updates')),
+	emit				text NOT NULL CHECK (emit IN ('final', 'updates')),	-- window
 	sink				oid NOT NULL,
 	late_records		oid,
 	checkpoint_interval	interval NOT NULL,
@@ -314,7 +315,7 @@ CREATE TABLE weir.pipeline_state (
 	PRIMARY KEY (pipeline_id, key, window_start)
 );
 
--- The state of keyed operators (dedup) of the last checkpoint, as chunks:
+-- The state of keyed operators (dedup, last_value) of the last checkpoint, as chunks:
 -- each checkpoint appends one chunk holding the entries that changed
 -- since the one before (key image, state).  An entry's latest version is in
 -- the newest chunk that holds it.  A chunk goes when the watermark has passed
@@ -414,6 +415,27 @@ RETURNS integer
 COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, text, text, interval, interval, text, interval, bigint, text, boolean) IS
 	'define a deduplication of a topic: records whose id was seen within the horizon (of event time) are dropped, the others go to the sink; returns the pipeline id';
 
+CREATE FUNCTION weir.create_last_value(
+	name text,
+	source regclass,
+	key text,
+	event_time text,
+	ttl interval DEFAULT NULL,
+	columns text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	out_of_orderness interval DEFAULT '0',
+	idle_timeout interval DEFAULT NULL,
+	sink text DEFAULT NULL,
+	checkpoint_interval interval DEFAULT '1 second',
+	max_state_memory bigint DEFAULT NULL,
+	late_records text DEFAULT NULL,
+	start boolean DEFAULT true)
+RETURNS integer
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_create_last_value';
+COMMENT ON FUNCTION weir.create_last_value(text, regclass, text, text, interval, text, text, interval, interval, text, interval, bigint, text, boolean) IS
+	'keep the newest row per key of a topic (by event time, ties by partition and position) in a table, upserted at each checkpoint; with a ttl, keys older than it leave; returns the pipeline id';
+
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
 CREATE FUNCTION weir.stop(pipeline text) RETURNS void
@@ -463,11 +485,16 @@ CREATE VIEW weir.pipelines AS
 				WHEN 'dedup' THEN
 					CASE WHEN p.horizon IS NULL THEN 'none: every id is kept forever'
 						 ELSE 'an id leaves when the watermark passes its last sighting + ' || p.horizon END
+				WHEN 'last_value' THEN
+					CASE WHEN p.ttl IS NULL THEN 'none: every key is kept forever'
+						 ELSE 'a key leaves, and its sink row is deleted, when the watermark passes its newest row + ' || p.ttl END
 				ELSE 'a window leaves when the watermark passes its end + ' || p.allowed_lateness
 		   END AS retention,
 		   nullif(concat_ws('; ',
 				CASE WHEN p.operator = 'dedup' AND p.horizon IS NULL
-					 THEN 'unbounded: deduplication without a horizon keeps every id it has seen' END,
+					 THEN 'unbounded: deduplication without a horizon keeps every id it has seen'
+					 WHEN p.operator = 'last_value' AND p.ttl IS NULL
+					 THEN 'unbounded: last value without a ttl keeps every key it has seen' END,
 				s.watermark_note), '') AS state_warning,
 		   coalesce(s.checkpoint_id,
 					(SELECT max(c.id) FROM weir.checkpoints c WHERE c.pipeline_id = p.id)) AS last_checkpoint,

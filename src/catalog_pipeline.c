@@ -35,7 +35,7 @@
 	"id, name, owner, source, key, event_time, windowing, aggregates, filter, " \
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
 	"checkpoint_interval, max_state_memory, search_path, enabled, created_at, " \
-	"operator, horizon, columns"
+	"operator, horizon, columns, ttl"
 
 static char *
 get_text(int col, MemoryContext cxt)
@@ -91,6 +91,10 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	if (!isnull)
 		row->horizon = *DatumGetIntervalP(d);
 	row->columns = get_text(23, cxt);
+	d = get_datum(24, &isnull);
+	row->has_ttl = !isnull;
+	if (!isnull)
+		row->ttl = *DatumGetIntervalP(d);
 }
 
 static bool
@@ -126,11 +130,12 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[21] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[22] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
-	OIDOID, INTERVALOID, INT8OID, TEXTOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID};
-	Datum		values[21];
-	char		nulls[21];
+		OIDOID, INTERVALOID, INT8OID, TEXTOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
+	INTERVALOID};
+	Datum		values[22];
+	char		nulls[22];
 	bool		isnull;
 	int32		id;
 
@@ -176,6 +181,10 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 		values[20] = CStringGetTextDatum(row->columns);
 	else
 		nulls[20] = 'n';
+	if (row->has_ttl)
+		values[21] = IntervalPGetDatum(&row->ttl);
+	else
+		nulls[21] = 'n';
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -183,12 +192,12 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	weir_catalog_exec("INSERT INTO weir.pipeline (name, owner, source, key, event_time, "
 					  "windowing, aggregates, filter, out_of_orderness, allowed_lateness, "
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
-					  "max_state_memory, search_path, enabled, operator, horizon, columns, status) "
+					  "max_state_memory, search_path, enabled, operator, horizon, columns, ttl, status) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-					  "$14, $15, $16, $17, $18, $19, $20, $21, "
+					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, "
 					  "CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
 					  "RETURNING id",
-					  21, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  22, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;

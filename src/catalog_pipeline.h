@@ -42,10 +42,12 @@ typedef struct WeirPipelineRow
 	char	   *search_path;
 	bool		enabled;
 	TimestampTz created_at;		/* tells apart pipelines that reuse an id */
-	char	   *operator;		/* "window" or "dedup" */
+	char	   *operator;		/* "window", "dedup" or "last_value" */
 	bool		has_horizon;	/* dedup */
 	Interval	horizon;
-	char	   *columns;		/* dedup; NULL: the source's columns */
+	bool		has_ttl;		/* last_value */
+	Interval	ttl;
+	char	   *columns;		/* dedup, last_value; NULL: the source's */
 } WeirPipelineRow;
 
 /* one window's state row, as stored in weir.pipeline_state */

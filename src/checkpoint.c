@@ -47,6 +47,7 @@
 #include "clock.h"
 #include "columns.h"
 #include "dedup.h"
+#include "lastvalue.h"
 #include "sink.h"
 #include "worker.h"
 
@@ -376,6 +377,88 @@ window_write(WeirWorker *w, WindowChanges *c)
 								  weir_column_array(&c->dstarts));
 }
 
+/* What a checkpoint of last values writes */
+typedef struct LastValueChanges
+{
+	SinkRows	fresh;			/* keys new since the last checkpoint: inserted */
+	SinkRows	changed;		/* keys whose row is in the sink: upserted */
+	WeirColumn *gone;			/* keys that expired: their rows deleted */
+	WeirKeyedCollected collected;
+} LastValueChanges;
+
+/*
+ * Sync phase for last values: the newest row of each key that changed, the
+ * keys that expired, and the changed entries' chunk.
+ */
+static void
+last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
+{
+	WeirPlan   *plan = w->plan;
+	WeirLastValue *lv = w->last_value;
+	int			ncols = plan->ncolumns;
+	Datum	   *keyvals = palloc(sizeof(Datum) * plan->nkeys);
+	ListCell   *lc;
+
+	sink_rows_init(&c->fresh, plan);
+	sink_rows_init(&c->changed, plan);
+	c->gone = palloc(sizeof(WeirColumn) * plan->nkeys);
+	for (int i = 0; i < plan->nkeys; i++)
+		weir_column_init(&c->gone[i], plan->keys[i].type);
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	for (int r = 0; r < lv->npending; r++)
+	{
+		WeirWindow *win = weir_window_at(w->store, lv->pending_entry[r]);
+		SinkRows   *rows = (win->flags & WEIR_WINDOW_EMITTED) ? &c->changed : &c->fresh;
+
+		weir_checkpoint_decode_key(plan, win->data, keyvals);
+		for (int i = 0; i < plan->nkeys; i++)
+			weir_column_add(&rows->cols[i], keyvals[i], false);
+		for (int i = 0; i < ncols; i++)
+			weir_column_add(&rows->cols[plan->nkeys + i], lv->pending_values[r * ncols + i],
+							lv->pending_nulls[r * ncols + i]);
+		win->flags |= WEIR_WINDOW_EMITTED;
+		weir_keyed_state(lv->keys, lv->pending_entry[r])->pending = -1;
+	}
+	weir_keyed_collect(lv->keys, &c->collected);
+	LWLockRelease(&w->slot->lock);
+	foreach(lc, lv->keys->removed)
+	{
+		bytea	   *key = lfirst(lc);
+
+		weir_checkpoint_decode_key(plan, VARDATA(key), keyvals);
+		for (int i = 0; i < plan->nkeys; i++)
+			weir_column_add(&c->gone[i], keyvals[i], false);
+	}
+	n->sink_rows = c->fresh.cols[0].n + c->changed.cols[0].n;
+	n->state_rows = c->collected.entries;
+	n->state_deletes = list_length(lv->keys->removed);
+	n->bytes = c->collected.bytes;
+}
+
+/* Async phase for last values: deletions first, then the new rows. */
+static void
+last_value_write(WeirWorker *w, LastValueChanges *c)
+{
+	WeirPlan   *plan = w->plan;
+
+	if (plan->nkeys > 0 && c->gone[0].n > 0)
+	{
+		Datum	   *arrays = palloc(sizeof(Datum) * plan->nkeys);
+
+		for (int i = 0; i < plan->nkeys; i++)
+			arrays[i] = weir_column_array(&c->gone[i]);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (w->sink_delete_plan == NULL)
+			w->sink_delete_plan = weir_catalog_prepare_sink_delete(plan, w->row.sink);
+		weir_catalog_delete_sink(w->sink_delete_plan, arrays);
+		SPI_finish();
+	}
+	write_sink_rows(w, &c->fresh, false);
+	write_sink_rows(w, &c->changed, true);
+	weir_keyed_write(w->last_value->keys, w->row.id, w->watermark, &c->collected);
+}
+
 /* Positions, dead letters and late records: what every kind writes. */
 static void
 write_progress(WeirWorker *w, WeirColumn *parts, WeirColumn *positions,
@@ -439,8 +522,9 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	TimestampTz started = weir_clock_now();
 	TimestampTz synced;
 	WindowChanges changes;
+	LastValueChanges last_values;
 	SinkRows	kept;			/* dedup: the records kept, inserted */
-	WeirDedupCollected collected;
+	WeirKeyedCollected collected;
 	CheckpointCounts n = {0, 0, 0, 0};
 	WeirColumn	parts, positions, maxtimes;
 
@@ -465,12 +549,14 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		kept.cols = w->dedup->pending;
 		kept.keyvals = NULL;
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-		weir_dedup_collect(w->dedup, &collected);
+		weir_keyed_collect(w->dedup->ids, &collected);
 		LWLockRelease(&w->slot->lock);
 		n.sink_rows = kept.cols[0].n;
 		n.state_rows = collected.entries;
 		n.bytes = collected.bytes;
 	}
+	else if (plan->op == WEIR_OP_LAST_VALUE)
+		last_value_collect(w, &last_values, &n);
 	else
 		window_collect(w, &changes, &n);
 	weir_column_init(&parts, INT4OID);
@@ -489,8 +575,10 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	if (plan->op == WEIR_OP_DEDUP)
 	{
 		write_sink_rows(w, &kept, false);
-		weir_dedup_write(w->dedup, w->row.id, w->watermark, &collected);
+		weir_keyed_write(w->dedup->ids, w->row.id, w->watermark, &collected);
 	}
+	else if (plan->op == WEIR_OP_LAST_VALUE)
+		last_value_write(w, &last_values);
 	else
 		window_write(w, &changes);
 	write_progress(w, &parts, &positions, &maxtimes);
@@ -558,7 +646,9 @@ weir_checkpoint_restore(WeirWorker *w)
 	w->watermark = watermark;
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	if (w->plan->op == WEIR_OP_DEDUP)
-		windows = weir_dedup_restore(w->dedup, w->row.id, watermark, &bytes);
+		windows = weir_keyed_restore(w->dedup->ids, w->row.id, watermark, &bytes);
+	else if (w->plan->op == WEIR_OP_LAST_VALUE)
+		windows = weir_keyed_restore(w->last_value->keys, w->row.id, watermark, &bytes);
 	else
 		windows = weir_catalog_load_state(w->row.id, restore_window, w, &bytes);
 	LWLockRelease(&w->slot->lock);
@@ -575,5 +665,6 @@ weir_checkpoint_restore(WeirWorker *w)
 	ereport(LOG,
 			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " %s, " INT64_FORMAT " bytes",
 					w->row.name, w->checkpoint_id, ms, windows,
-					w->plan->op == WEIR_OP_DEDUP ? "ids" : "windows", bytes)));
+					w->plan->op == WEIR_OP_WINDOW ? "windows" :
+					w->plan->op == WEIR_OP_DEDUP ? "ids" : "keys", bytes)));
 }

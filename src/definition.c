@@ -48,6 +48,7 @@
 #include "utils/timestamp.h"
 
 #include "definition.h"
+#include "keyed.h"
 #include "topic.h"
 
 /* Re-raise an error from parsing `what` with its SQLSTATE, naming `what`. */
@@ -505,10 +506,11 @@ weir_definition_plan(Oid source, const char *key, const char *event_time,
 /*
  * The columns a record-emitting operator writes: the given expressions, or
  * by default every column of the source but its partition and position
- * (the sink, a table or another topic, has its own).
+ * (the sink, a table or another topic, has its own), and with skip_keys
+ * but those named as a key (last value writes its keys first).
  */
 static void
-plan_columns(WeirPlan *plan, Oid source, const char *columns)
+plan_columns(WeirPlan *plan, Oid source, const char *columns, bool skip_keys)
 {
 	Query	   *query;
 	ListCell   *lc;
@@ -525,8 +527,13 @@ plan_columns(WeirPlan *plan, Oid source, const char *columns)
 		{
 			Form_pg_attribute att = TupleDescAttr(desc, a);
 
+			bool		is_key = false;
+
+			for (int k = 0; skip_keys && k < plan->nkeys; k++)
+				if (strcmp(plan->keys[k].name, NameStr(att->attname)) == 0)
+					is_key = true;
 			if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
-				att->attnum == WEIR_TOPIC_POS_ATTNUM)
+				att->attnum == WEIR_TOPIC_POS_ATTNUM || is_key)
 				continue;
 			appendStringInfo(&all, "%s%s", all.len > 0 ? ", " : "",
 							 quote_identifier(NameStr(att->attname)));
@@ -567,8 +574,8 @@ weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
 	plan_keys(plan, source, id, "id");
 	plan_event_time(plan, source, event_time);
 	plan_filter(plan, source, filter);
-	plan_columns(plan, source, columns);
-	plan->horizon = horizon;
+	plan_columns(plan, source, columns, false);
+	plan->retention = horizon;
 	/* one state per id: the latest event time it was seen at */
 	plan->state_size = sizeof(TimestampTz);
 
@@ -579,6 +586,35 @@ weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
 						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
 						true);
 	plan->nsinkkey = 0;
+	return plan;
+}
+
+WeirPlan *
+weir_definition_last_value_plan(Oid source, const char *key, const char *event_time,
+								const char *columns, const char *filter, int64 ttl)
+{
+	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
+
+	plan->op = WEIR_OP_LAST_VALUE;
+	plan->source = source;
+	plan_keys(plan, source, key, "key");
+	plan_event_time(plan, source, event_time);
+	plan_filter(plan, source, filter);
+	plan_columns(plan, source, columns, true);
+	plan->retention = ttl;
+	/* per key: the newest row's event time, partition and position */
+	plan->state_size = sizeof(WeirKeyedState);
+
+	/* the sink: keys, then the columns; unique on the keys */
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
+	for (int i = 0; i < plan->nkeys; i++)
+		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
+						plan->keys[i].typmod, plan->keys[i].collation, false);
+	plan->nsinkkey = plan->nkeys;
+	for (int i = 0; i < plan->ncolumns; i++)
+		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
+						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
+						true);
 	return plan;
 }
 

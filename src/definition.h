@@ -21,7 +21,8 @@
 typedef enum WeirOperatorKind
 {
 	WEIR_OP_WINDOW,				/* windowed aggregates per key */
-	WEIR_OP_DEDUP				/* records whose id was not seen within a horizon */
+	WEIR_OP_DEDUP,				/* records whose id was not seen within a horizon */
+	WEIR_OP_LAST_VALUE			/* the newest row per key */
 } WeirOperatorKind;
 
 typedef enum WeirWindowKind
@@ -131,8 +132,11 @@ typedef struct WeirPlan
 	int			nargs;			/* evaluated arguments per row, all aggregates */
 	bool		has_generic;	/* some aggregate keeps a state in local memory */
 	WeirWindowing windowing;
-	/* WEIR_OP_DEDUP: the id is `keys`; each kept record emits `columns` */
-	int64		horizon;		/* us of event time; 0: ids are kept forever */
+	/*
+	 * WEIR_OP_DEDUP, WEIR_OP_LAST_VALUE: the id or key is `keys`; a row
+	 * emits `columns`.  Retention: the dedup's horizon or last value's ttl.
+	 */
+	int64		retention;		/* us of event time; 0: kept forever */
 	int			ncolumns;		/* their values are the row's arguments */
 	WeirColumnSpec *columns;
 	/* what the sink receives */
@@ -150,6 +154,10 @@ extern WeirPlan *weir_definition_dedup_plan(Oid source, const char *id,
 											const char *event_time,
 											const char *columns,
 											const char *filter, int64 horizon);
+extern WeirPlan *weir_definition_last_value_plan(Oid source, const char *key,
+												 const char *event_time,
+												 const char *columns,
+												 const char *filter, int64 ttl);
 extern int64 weir_interval_usecs(Interval *interval, const char *what);
 extern void weir_definition_windowing(Datum windowing, WeirWindowing *out);
 

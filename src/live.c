@@ -110,11 +110,11 @@ weir_live_state(PG_FUNCTION_ARGS)
 				continue;
 			w = dsa_get_address(area, slots[i]);
 			c = &copies[ncopies++];
-			if (plan->op == WEIR_OP_DEDUP)
+			if (plan->op != WEIR_OP_WINDOW)
 			{
-				/* an id: when it was last seen, and when it expires */
+				/* a key: its time (dedup: last seen), and when it expires */
 				memcpy(&c->start, weir_window_states(root, w), sizeof(TimestampTz));
-				c->end = plan->horizon > 0 ? c->start + plan->horizon : DT_NOEND;
+				c->end = plan->retention > 0 ? c->start + plan->retention : DT_NOEND;
 			}
 			else
 			{

@@ -239,6 +239,12 @@ check_sink_columns(WeirPlan *plan, Oid sink)
 static void
 check_topic_sink(WeirPlan *plan, Oid sink, WeirPipelineRow *row)
 {
+	if (plan->op == WEIR_OP_LAST_VALUE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a last value cannot write to a topic"),
+				 errdetail("Topics are append-only; a key's row is replaced each time it changes."),
+				 errhint("Use a table as sink.")));
 	if (plan->op == WEIR_OP_WINDOW &&
 		(strcmp(row->emit, "final") != 0 ||
 		 weir_interval_usecs(&row->allowed_lateness, "allowed_lateness") != 0 ||
@@ -308,13 +314,16 @@ check_sink(WeirPlan *plan, Oid sink)
 	if (!has_key)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-				 errmsg("sink \"%s\" has no unique key on its key columns and window_start",
+				 errmsg(plan->op == WEIR_OP_WINDOW ?
+						"sink \"%s\" has no unique key on its key columns and window_start" :
+						"sink \"%s\" has no unique key on its key columns",
 						get_rel_name(sink)),
-				 errdetail("Late records update rows already in the sink, which needs that key; partial, deferrable and expression indexes do not count."),
+				 errdetail("Rows already in the sink are updated in place, which needs that key; partial, deferrable and expression indexes do not count."),
 				 errhint("Add a primary key, or let weir create the sink.")));
 	if (plan->nsinkkey > 0)
 		needed |= ACL_UPDATE;
-	if (plan->op == WEIR_OP_WINDOW && plan->windowing.kind == WEIR_WINDOW_SESSION)
+	if ((plan->op == WEIR_OP_WINDOW && plan->windowing.kind == WEIR_WINDOW_SESSION) ||
+		(plan->op == WEIR_OP_LAST_VALUE && plan->retention > 0))
 		needed |= ACL_DELETE;
 	if (pg_class_aclcheck(sink, GetUserId(), needed) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -322,6 +331,8 @@ check_sink(WeirPlan *plan, Oid sink)
 				 errmsg("permission denied to write to sink \"%s\"", get_rel_name(sink)),
 				 errhint(plan->op == WEIR_OP_WINDOW ?
 						 "The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink (and DELETE for session windows, whose rows move when sessions merge)." :
+						 plan->op == WEIR_OP_LAST_VALUE ?
+						 "The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink (and DELETE with a ttl, whose expired keys lose their rows)." :
 						 "The pipeline writes with its owner's privileges, which need INSERT on the sink.")));
 }
 
@@ -538,10 +549,46 @@ weir_create_dedup(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
 }
 
+/*
+ * weir.create_last_value(name, source, key, event_time, ttl, columns, filter,
+ *		out_of_orderness, idle_timeout, sink, checkpoint_interval,
+ *		max_state_memory, late_records, start)
+ */
+PG_FUNCTION_INFO_V1(weir_create_last_value);
+Datum
+weir_create_last_value(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {7, 8, 9, 10, 11, 12, 13};
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+	Interval   *ttl;
+
+	begin_create(fcinfo, &row);
+	row.operator = "last_value";
+	row.key = text_arg(fcinfo, 2, "key", true);
+	row.event_time = text_arg(fcinfo, 3, "event_time", true);
+	ttl = interval_arg(fcinfo, 4, "ttl", false);
+	row.has_ttl = ttl != NULL;
+	if (ttl)
+		row.ttl = *ttl;
+	row.columns = text_arg(fcinfo, 5, "columns", false);
+	row.filter = text_arg(fcinfo, 6, "filter", false);
+	row.emit = "updates";
+	plan = weir_definition_last_value_plan(row.source, row.key, row.event_time,
+										   row.columns, row.filter,
+										   ttl ? weir_interval_usecs(ttl, "ttl") : 0);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+}
+
 /* The plan of a catalog row, whatever its kind (the worker's view of it). */
 WeirPlan *
 weir_pipeline_plan(WeirPipelineRow *row)
 {
+	if (strcmp(row->operator, "last_value") == 0)
+		return weir_definition_last_value_plan(row->source, row->key, row->event_time,
+											   row->columns, row->filter,
+											   row->has_ttl ?
+											   weir_interval_usecs(&row->ttl, "ttl") : 0);
 	if (strcmp(row->operator, "dedup") == 0)
 		return weir_definition_dedup_plan(row->source, row->key, row->event_time,
 										  row->columns, row->filter,

@@ -396,7 +396,7 @@ weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
  * which the store does not link anywhere: its `next` is the operator's.
  */
 dsa_pointer
-weir_keyed_find(WeirWindowStore *store, const char *key, uint32 keylen,
+weir_window_entry_find(WeirWindowStore *store, const char *key, uint32 keylen,
 				bool create, bool *created)
 {
 	return find_or_add(store, 0, key, keylen, create, created);
@@ -410,7 +410,7 @@ weir_window_at(WeirWindowStore *store, dsa_pointer dp)
 
 /* Take a keyed entry out of memory; the operator has unlinked it. */
 void
-weir_keyed_remove(WeirWindowStore *store, dsa_pointer dp)
+weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp)
 {
 	WeirWindow *w = window_at(store, dp);
 
@@ -420,7 +420,7 @@ weir_keyed_remove(WeirWindowStore *store, dsa_pointer dp)
 
 /* Give memory back after many keyed entries left. */
 void
-weir_keyed_shrink(WeirWindowStore *store)
+weir_window_entry_shrink(WeirWindowStore *store)
 {
 	maybe_shrink(store);
 }

@@ -106,10 +106,10 @@ extern WeirWindow *weir_window_lookup(WeirWindowStore *store, TimestampTz start,
 extern WeirWindow *weir_session_place(WeirWindowStore *store, const char *key,
 									  uint32 keylen, TimestampTz t,
 									  TimestampTz watermark, int64 lateness);
-extern dsa_pointer weir_keyed_find(WeirWindowStore *store, const char *key,
+extern dsa_pointer weir_window_entry_find(WeirWindowStore *store, const char *key,
 								   uint32 keylen, bool create, bool *created);
-extern void weir_keyed_remove(WeirWindowStore *store, dsa_pointer dp);
-extern void weir_keyed_shrink(WeirWindowStore *store);
+extern void weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp);
+extern void weir_window_entry_shrink(WeirWindowStore *store);
 extern WeirWindow *weir_window_at(WeirWindowStore *store, dsa_pointer dp);
 extern int	weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *starts,
 							   int max);

@@ -390,6 +390,45 @@ apply_dedup_batch(WeirWorker *w, int32 part)
 	pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped);
 }
 
+/* Apply an evaluated batch of partition `part` to the last values. */
+static void
+apply_last_value_batch(WeirWorker *w, int32 part)
+{
+	WeirPlan   *plan = w->plan;
+	int64		superseded_rows = 0;
+
+	w->records_since += w->nbatch;
+	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
+	for (int b = 0; b < w->nbatch; b++)
+	{
+		WeirEvalRow *r = &w->batch[b];
+		bool		superseded;
+
+		if (r->kind == WEIR_ROW_DEAD)
+		{
+			add_dead_letter(w, part, r);
+			continue;
+		}
+		if (r->t > w->max_event_time[part])
+			w->max_event_time[part] = r->t;
+		if (r->kind == WEIR_ROW_FILTERED)
+			continue;
+		if (weir_last_value_is_late(w->last_value, r->t, w->watermark))
+		{
+			record_late(w, part, r);
+			continue;
+		}
+		if (!weir_last_value_apply(w->last_value, w->batch_keys.data + r->keyoff, r->keylen,
+								   r->t, part, r->position,
+								   &w->batch_values[b * plan->nargs],
+								   &w->batch_nulls[b * plan->nargs], &superseded))
+			break;				/* out of state memory: the caller stops */
+		if (superseded)
+			superseded_rows++;
+	}
+	pg_atomic_fetch_add_u64(&w->slot->records_dropped, superseded_rows);
+}
+
 /* Apply an evaluated batch of partition `part` to window state. */
 static void
 apply_batch(WeirWorker *w, int32 part)
@@ -516,6 +555,8 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
 	if (w->dedup)
 		apply_dedup_batch(w, part);
+	else if (w->last_value)
+		apply_last_value_batch(w, part);
 	else
 		apply_batch(w, part);
 	MemoryContextSwitchTo(oldcxt);
@@ -683,7 +724,13 @@ run(WeirWorker *w)
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 		if (w->dedup)
-			(void) weir_dedup_expire(w->dedup, w->watermark);	/* chunks follow */
+			(void) weir_keyed_expire(w->dedup->ids, w->watermark);	/* chunks follow */
+		else if (w->last_value)
+		{
+			/* expired keys owe the sink a deletion */
+			if (weir_keyed_expire(w->last_value->keys, w->watermark) > 0)
+				w->changed = true;
+		}
 		else if (weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates) > 0 ||
 				 w->store->retired != NIL)
 			w->changed = true;
@@ -714,6 +761,11 @@ run(WeirWorker *w)
 			weir_window_forget_retired(w->store);
 			if (w->dedup)
 				weir_dedup_forget_pending(w->dedup);
+			if (w->last_value)
+			{
+				weir_last_value_forget_pending(w->last_value);
+				weir_keyed_forget_removed(w->last_value->keys);
+			}
 			w->changed = false;
 			if (caught_up)
 				served = tickets;
@@ -809,6 +861,8 @@ setup(int32 id)
 	w->store = weir_window_store_create(w->plan, w->area, w->row.max_state_memory, cxt);
 	if (w->plan->op == WEIR_OP_DEDUP)
 		w->dedup = weir_dedup_create(w->plan, w->store, cxt);
+	else if (w->plan->op == WEIR_OP_LAST_VALUE)
+		w->last_value = weir_last_value_create(w->plan, w->store, cxt);
 	init_expressions(w);
 	end_round();
 	MemoryContextSwitchTo(cxt);

@@ -19,6 +19,7 @@
 
 #include "catalog_pipeline.h"
 #include "dedup.h"
+#include "lastvalue.h"
 #include "definition.h"
 #include "shmem.h"
 #include "window.h"
@@ -77,6 +78,7 @@ typedef struct WeirWorker
 
 	WeirWindowStore *store;
 	WeirDedup  *dedup;			/* WEIR_OP_DEDUP: the ids, over `store` */
+	WeirLastValue *last_value;	/* WEIR_OP_LAST_VALUE: the keys, over `store` */
 	dsa_area   *area;			/* the pipeline's state, in DSA */
 	int64		local_bytes;	/* generic-aggregate states in this process */
 

@@ -1,0 +1,462 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyed.c
+ *	  State of keyed operators (deduplication, last value per key): one
+ *	  entry per key, its expiry, and its checkpoint as chunks.
+ *
+ * Memory.  Each key is one entry in the pipeline's window store (a window
+ * at start 0, which the store does not link: its `next` is ours), holding
+ * a WeirKeyedState (the first plan->state_size bytes of it).  An entry
+ * expires when the watermark reaches t + retention (dedup: the horizon
+ * after the id was last seen; last value: the ttl after its newest row).
+ * Entries sit in expiry buckets, worker-local lists through
+ * WeirWindow.next, by t + retention rounded up to retention/8; a later t
+ * does not move the entry: when its bucket comes due, it is moved to the
+ * right one.  So memory holds the keys of about 1.125 retentions before the
+ * watermark.  Without retention, entries never expire.
+ *
+ * Checkpoints.  One row per key and checkpoint would cost as much as the
+ * SQL alternatives; instead each checkpoint appends one chunk row to
+ * weir.pipeline_chunk holding the entries changed since the previous one
+ * (image: uint32 length, key image, state).  A chunk whose every entry has
+ * expired goes as a whole.  Later changes leave older versions in older
+ * chunks; when the chunks hold more than twice the live entries (and at
+ * least 1 MB more), the checkpoint writes all live entries as new chunks
+ * and deletes the older ones: compaction.  Restore reads the chunks in
+ * order and keeps each key's newest state that has not expired.
+ *
+ * Entries changed since the last checkpoint are never removed before it
+ * (expiry skips them), so the dirty list's pointers stay valid.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/keyed.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "catalog_chunk.h"
+#include "columns.h"
+#include "keyed.h"
+
+#define CHUNK_MAX_BYTES (32 * 1024 * 1024)	/* split larger chunks */
+#define COMPACT_SLACK_BYTES (1024 * 1024)
+
+typedef struct ExpiryBucket
+{
+	TimestampTz due;			/* hash key: entries expire at or before */
+	dsa_pointer head;
+} ExpiryBucket;
+
+WeirKeyedState *
+weir_keyed_state(WeirKeyed *k, dsa_pointer dp)
+{
+	return (WeirKeyedState *) weir_window_states(k->store->root,
+												 weir_window_at(k->store, dp));
+}
+
+static inline WeirKeyedState *
+state_of(WeirKeyed *k, WeirWindow *w)
+{
+	return (WeirKeyedState *) weir_window_states(k->store->root, w);
+}
+
+/* Image bytes of one entry in a chunk. */
+static inline int64
+entry_image_bytes(WeirKeyed *k, WeirWindow *w)
+{
+	return sizeof(uint32) + w->keylen + k->plan->state_size;
+}
+
+/* Whether state a is newer than b: later t, then partition, then position. */
+static bool
+newer(WeirKeyed *k, const WeirKeyedState *a, const WeirKeyedState *b)
+{
+	if (a->t != b->t || k->plan->state_size < sizeof(WeirKeyedState))
+		return a->t > b->t;
+	if (a->part != b->part)
+		return a->part > b->part;
+	return a->pos > b->pos;
+}
+
+/* The smallest multiple of width at or after t. */
+static TimestampTz
+ceil_to(TimestampTz t, int64 width)
+{
+	TimestampTz q = t / width;
+
+	if (t > 0 && t % width != 0)
+		q++;
+	return q * width;
+}
+
+static void
+link_expiry(WeirKeyed *k, dsa_pointer dp, TimestampTz due)
+{
+	TimestampTz key = ceil_to(due, k->bucket_width);
+	bool		found;
+	ExpiryBucket *b = hash_search(k->buckets, &key, HASH_ENTER, &found);
+
+	if (!found)
+		b->head = InvalidDsaPointer;
+	weir_window_at(k->store, dp)->next = b->head;
+	b->head = dp;
+}
+
+static void
+push_dirty(WeirKeyed *k, dsa_pointer dp)
+{
+	if (k->ndirty == k->dirty_cap)
+	{
+		k->dirty_cap *= 2;
+		k->dirty = repalloc_huge(k->dirty, sizeof(dsa_pointer) * k->dirty_cap);
+	}
+	k->dirty[k->ndirty++] = dp;
+}
+
+WeirKeyed *
+weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int64 retention,
+				  bool keep_removed, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "weir keyed state",
+											  ALLOCSET_DEFAULT_SIZES);
+	WeirKeyed  *k = MemoryContextAllocZero(cxt, sizeof(WeirKeyed));
+	HASHCTL		ctl;
+
+	k->cxt = cxt;
+	k->plan = plan;
+	k->store = store;
+	k->retention = retention;
+	k->bucket_width = Max(retention / 8, 1000);
+	ctl.keysize = sizeof(TimestampTz);
+	ctl.entrysize = sizeof(ExpiryBucket);
+	ctl.hcxt = cxt;
+	k->buckets = hash_create("weir keyed expiry", 64, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	k->dirty_cap = 1024;
+	k->dirty = MemoryContextAlloc(cxt, sizeof(dsa_pointer) * k->dirty_cap);
+	k->keep_removed = keep_removed;
+	k->removed_cxt = AllocSetContextCreate(cxt, "weir keyed removed",
+										   ALLOCSET_DEFAULT_SIZES);
+	k->next_chunk = 1;
+	return k;
+}
+
+/*
+ * The entry of a key; created if absent, with time t, linked for expiry
+ * and marked changed.  InvalidDsaPointer if state memory ran out
+ * (store->out_of_memory is then set).
+ */
+dsa_pointer
+weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, TimestampTz t,
+				 bool *created)
+{
+	dsa_pointer dp = weir_window_entry_find(k->store, key, keylen, true, created);
+	WeirWindow *w;
+	WeirKeyedState *s;
+
+	if (!DsaPointerIsValid(dp) || !*created)
+		return dp;
+	w = weir_window_at(k->store, dp);
+	s = state_of(k, w);
+	s->t = t;
+	if (k->plan->state_size >= sizeof(WeirKeyedState))
+		s->pending = -1;
+	k->live_bytes += entry_image_bytes(k, w);
+	if (k->retention > 0)
+		link_expiry(k, dp, t + k->retention);
+	push_dirty(k, dp);			/* created dirty */
+	return dp;
+}
+
+/* Mark an entry changed; returns whether it was not already. */
+bool
+weir_keyed_touch(WeirKeyed *k, dsa_pointer dp)
+{
+	WeirWindow *w = weir_window_at(k->store, dp);
+
+	if (w->flags & WEIR_WINDOW_DIRTY)
+		return false;
+	w->flags |= WEIR_WINDOW_DIRTY;
+	push_dirty(k, dp);
+	return true;
+}
+
+/*
+ * Remove the entries the watermark has passed; returns how many left.  The
+ * caller holds the pipeline slot's lock exclusively.
+ */
+int64
+weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
+{
+	HASH_SEQ_STATUS status;
+	ExpiryBucket *b;
+	List	   *due = NIL;
+	ListCell   *lc;
+	int64		removed = 0;
+
+	if (k->retention == 0 || TIMESTAMP_NOT_FINITE(watermark))
+		return 0;
+	hash_seq_init(&status, k->buckets);
+	while ((b = hash_seq_search(&status)) != NULL)
+		if (b->due <= watermark)
+			due = lappend(due, b);
+	foreach(lc, due)
+	{
+		ExpiryBucket *bucket = lfirst(lc);
+		TimestampTz key = bucket->due;
+		dsa_pointer dp = bucket->head;
+
+		hash_search(k->buckets, &key, HASH_REMOVE, NULL);
+		while (DsaPointerIsValid(dp))
+		{
+			WeirWindow *w = weir_window_at(k->store, dp);
+			dsa_pointer next = w->next;
+			TimestampTz expires = state_of(k, w)->t + k->retention;
+
+			if (expires > watermark)
+				link_expiry(k, dp, expires);	/* changed since */
+			else if (w->flags & WEIR_WINDOW_DIRTY)
+				link_expiry(k, dp, watermark + 1);	/* after the checkpoint */
+			else
+			{
+				if (k->keep_removed)
+				{
+					MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
+
+					k->removed = lappend(k->removed, weir_make_bytea(w->data, w->keylen));
+					MemoryContextSwitchTo(oldcxt);
+				}
+				k->live_bytes -= entry_image_bytes(k, w);
+				weir_window_entry_remove(k->store, dp);
+				removed++;
+			}
+			dp = next;
+		}
+	}
+	list_free(due);
+	if (removed > 0)
+		weir_window_entry_shrink(k->store);
+	return removed;
+}
+
+/* After a checkpoint committed what the removed entries owed. */
+void
+weir_keyed_forget_removed(WeirKeyed *k)
+{
+	k->removed = NIL;
+	MemoryContextReset(k->removed_cxt);
+}
+
+/* One chunk image, collected in the sync phase and written in the async one */
+typedef struct Chunk
+{
+	bytea	   *data;
+	int32		entries;
+	TimestampTz expires_at;		/* the latest expiry in it */
+} Chunk;
+
+typedef struct ChunkBuilder
+{
+	WeirKeyed  *d;
+	StringInfoData buf;
+	int32		entries;
+	TimestampTz expires_at;
+	WeirKeyedCollected *out;
+} ChunkBuilder;
+
+static void
+chunk_flush(ChunkBuilder *cb)
+{
+	Chunk	   *c;
+
+	if (cb->entries == 0)
+		return;
+	c = palloc(sizeof(Chunk));
+	c->data = weir_make_bytea(cb->buf.data, cb->buf.len);
+	c->entries = cb->entries;
+	c->expires_at = cb->d->retention > 0 ? cb->expires_at : DT_NOEND;
+	cb->out->chunks = lappend(cb->out->chunks, c);
+	cb->out->bytes += cb->buf.len;
+	cb->out->entries += cb->entries;
+	resetStringInfo(&cb->buf);
+	cb->entries = 0;
+	cb->expires_at = DT_NOBEGIN;
+}
+
+static void
+chunk_add(ChunkBuilder *cb, WeirWindow *w)
+{
+	uint32		len = w->keylen;
+	WeirKeyedState *s = state_of(cb->d, w);
+
+	appendBinaryStringInfo(&cb->buf, (char *) &len, sizeof(uint32));
+	appendBinaryStringInfo(&cb->buf, w->data, len);
+	appendBinaryStringInfo(&cb->buf, (char *) s, cb->d->plan->state_size);
+	cb->entries++;
+	if (s->t + cb->d->retention > cb->expires_at)
+		cb->expires_at = s->t + cb->d->retention;
+	w->flags &= ~WEIR_WINDOW_DIRTY;
+	if (cb->buf.len >= CHUNK_MAX_BYTES)
+		chunk_flush(cb);
+}
+
+/*
+ * Sync phase of a checkpoint: the entries changed since the last one as chunk
+ * images, or all live entries when the chunks hold too much (compaction).  The
+ * caller holds the slot's lock.
+ */
+void
+weir_keyed_collect(WeirKeyed *d, WeirKeyedCollected *out)
+{
+	ChunkBuilder cb;
+	int64		dirty_bytes = 0;
+
+	memset(out, 0, sizeof(*out));
+	cb.d = d;
+	cb.entries = 0;
+	cb.expires_at = DT_NOBEGIN;
+	cb.out = out;
+	initStringInfo(&cb.buf);
+
+	for (int i = 0; i < d->ndirty; i++)
+		dirty_bytes += entry_image_bytes(d, weir_window_at(d->store, d->dirty[i]));
+	out->compacted = d->chunk_bytes + dirty_bytes > 2 * d->live_bytes + COMPACT_SLACK_BYTES;
+	if (out->compacted)
+	{
+		WeirWindowIter iter;
+		WeirWindow *w;
+
+		weir_window_iter_init(&iter, d->store);
+		while ((w = weir_window_iter_next(&iter)) != NULL)
+			chunk_add(&cb, w);
+	}
+	else
+		for (int i = 0; i < d->ndirty; i++)
+			chunk_add(&cb, weir_window_at(d->store, d->dirty[i]));
+	chunk_flush(&cb);
+	d->ndirty = 0;
+	pfree(cb.buf.data);
+}
+
+/*
+ * Async phase: write the collected chunks, drop the chunks the watermark
+ * has passed, and after a compaction every older chunk.
+ */
+void
+weir_keyed_write(WeirKeyed *d, int32 pipeline_id, TimestampTz watermark,
+				 WeirKeyedCollected *collected)
+{
+	int64		first = d->next_chunk;
+	ListCell   *lc;
+
+	foreach(lc, collected->chunks)
+	{
+		Chunk	   *c = lfirst(lc);
+
+		weir_catalog_write_chunk(pipeline_id, d->next_chunk++, c->expires_at,
+								 c->entries, c->data);
+	}
+	if (collected->compacted)
+	{
+		collected->deleted_bytes =
+			weir_catalog_delete_chunks(pipeline_id, DT_NOBEGIN, first);
+		d->chunk_bytes = collected->bytes;
+	}
+	else
+	{
+		d->chunk_bytes += collected->bytes;
+		if (d->retention > 0 && !TIMESTAMP_NOT_FINITE(watermark))
+		{
+			collected->deleted_bytes =
+				weir_catalog_delete_chunks(pipeline_id, watermark, 0);
+			d->chunk_bytes -= collected->deleted_bytes;
+		}
+	}
+}
+
+typedef struct RestoreState
+{
+	WeirKeyed  *k;
+	TimestampTz watermark;
+	int64		entries;
+	bool		corrupt;
+} RestoreState;
+
+static void
+restore_chunk(void *arg, const char *data, Size len)
+{
+	RestoreState *rs = (RestoreState *) arg;
+	WeirKeyed  *k = rs->k;
+	Size		state_size = k->plan->state_size;
+	const char *p = data;
+	const char *end = data + len;
+
+	while (p < end)
+	{
+		uint32		keylen;
+		WeirKeyedState s;
+		bool		created;
+		dsa_pointer dp;
+
+		if (end - p < sizeof(uint32))
+			goto corrupt;
+		memcpy(&keylen, p, sizeof(uint32));
+		p += sizeof(uint32);
+		if (keylen > PG_UINT16_MAX || end - p < (int64) keylen + (int64) state_size)
+			goto corrupt;
+		memset(&s, 0, sizeof(s));
+		memcpy(&s, p + keylen, state_size);
+		s.pending = -1;
+		if (k->retention == 0 || TIMESTAMP_NOT_FINITE(rs->watermark) ||
+			s.t + k->retention > rs->watermark)
+		{
+			dp = weir_keyed_enter(k, p, keylen, s.t, &created);
+			if (!DsaPointerIsValid(dp))
+				ereport(ERROR,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("checkpoint of the pipeline does not fit in its max_state_memory"),
+						 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
+			if (created)
+			{
+				/* as committed: unchanged since, its row (last value) in the sink */
+				weir_window_at(k->store, dp)->flags = WEIR_WINDOW_EMITTED;
+				k->ndirty--;
+				rs->entries++;
+			}
+			if (created || newer(k, &s, weir_keyed_state(k, dp)))
+				memcpy(weir_keyed_state(k, dp), &s, state_size);
+		}
+		p += keylen + state_size;
+	}
+	return;
+corrupt:
+	rs->corrupt = true;
+}
+
+/*
+ * Load the entries of the last checkpoint, skipping those the watermark
+ * has passed; returns how many are in memory, *bytes the chunk bytes read.
+ */
+int64
+weir_keyed_restore(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
+				   int64 *bytes)
+{
+	RestoreState rs = {k, watermark, 0, false};
+
+	(void) weir_catalog_load_chunks(pipeline_id, restore_chunk, &rs, bytes,
+									&k->next_chunk);
+	if (rs.corrupt)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupted checkpoint of the pipeline: bad chunk"),
+				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
+	k->chunk_bytes = *bytes;
+	return rs.entries;
+}

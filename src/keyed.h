@@ -1,0 +1,85 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyed.h
+ *	  State of keyed operators (deduplication, last value per key): one
+ *	  entry per key in the pipeline's DSA area, expired by the watermark,
+ *	  checkpointed as chunks.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/keyed.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_KEYED_H
+#define WEIR_KEYED_H
+
+#include "definition.h"
+#include "window.h"
+
+/*
+ * An entry's state starts with the event time that decides its expiry
+ * (dedup: last seen; last value: the newest row's); last value adds the
+ * row's position.  plan->state_size says how much of this is used.
+ */
+typedef struct WeirKeyedState
+{
+	TimestampTz t;
+	int64		pos;			/* last value: the row's partition and */
+	int32		part;			/* position, which break ties of t */
+	int32		pending;		/* last value: its row in this worker's
+								 * pending rows; -1: none (not checkpointed) */
+} WeirKeyedState;
+
+typedef struct WeirKeyed
+{
+	WeirPlan   *plan;
+	WeirWindowStore *store;		/* the entries, as windows at start 0 */
+	int64		retention;		/* us of event time after t; 0: forever */
+	int64		bucket_width;	/* us; expiry buckets */
+	HTAB	   *buckets;		/* expiry time -> entries, through `next` */
+	MemoryContext cxt;
+
+	/* entries changed since the last checkpoint (never removed meanwhile) */
+	dsa_pointer *dirty;
+	int			ndirty;
+	int			dirty_cap;
+
+	/* entries that expired since the last checkpoint, when kept (last value) */
+	bool		keep_removed;
+	List	   *removed;		/* bytea key images */
+	MemoryContext removed_cxt;
+
+	/* weir.pipeline_chunk */
+	int64		next_chunk;
+	int64		chunk_bytes;	/* data bytes all chunks hold */
+	int64		live_bytes;		/* data bytes the live entries would take */
+} WeirKeyed;
+
+/* What a checkpoint of the entries writes */
+typedef struct WeirKeyedCollected
+{
+	List	   *chunks;			/* chunk images (keyed.c) */
+	int64		entries;
+	int64		bytes;
+	int64		deleted_bytes;	/* chunks deleted */
+	bool		compacted;
+} WeirKeyedCollected;
+
+extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
+									int64 retention, bool keep_removed,
+									MemoryContext parent);
+extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen,
+									TimestampTz t, bool *created);
+extern WeirKeyedState *weir_keyed_state(WeirKeyed *k, dsa_pointer dp);
+extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
+extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
+extern void weir_keyed_collect(WeirKeyed *k, WeirKeyedCollected *out);
+extern void weir_keyed_write(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
+							 WeirKeyedCollected *collected);
+extern void weir_keyed_forget_removed(WeirKeyed *k);
+extern int64 weir_keyed_restore(WeirKeyed *k, int32 pipeline_id,
+								TimestampTz watermark, int64 *bytes);
+
+#endif							/* WEIR_KEYED_H */
