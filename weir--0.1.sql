@@ -267,9 +267,9 @@ CREATE TABLE weir.pipeline (
 	owner				oid NOT NULL,
 	source				oid NOT NULL,			-- topic relid
 	operator			text NOT NULL DEFAULT 'window'
-						CHECK (operator IN ('window', 'dedup', 'last_value')),
-	key					text NOT NULL,			-- dedup: the id
-	event_time			text NOT NULL,
+						CHECK (operator IN ('window', 'dedup', 'last_value', 'projection')),
+	key					text,					-- dedup: the id; projection: none
+	event_time			text,					-- projection: none
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
 	horizon				interval,				-- dedup; NULL: ids kept forever
@@ -289,7 +289,8 @@ CREATE TABLE weir.pipeline (
 	status				text NOT NULL DEFAULT 'stopped',
 	last_error			text,
 	created_at			timestamptz NOT NULL DEFAULT now(),
-	CHECK (operator <> 'window' OR (NOT windowing IS NULL AND aggregates IS NOT NULL))
+	CHECK (operator <> 'window' OR (NOT windowing IS NULL AND aggregates IS NOT NULL)),
+	CHECK (operator = 'projection' OR (key IS NOT NULL AND event_time IS NOT NULL))
 );
 
 -- Source positions and per-partition maximum event times of the last
@@ -436,6 +437,20 @@ RETURNS integer
 COMMENT ON FUNCTION weir.create_last_value(text, regclass, text, text, interval, text, text, interval, interval, text, interval, bigint, text, boolean) IS
 	'keep the newest row per key of a topic (by event time, ties by partition and position) in a table, upserted at each checkpoint; with a ttl, keys older than it leave; returns the pipeline id';
 
+CREATE FUNCTION weir.create_projection(
+	name text,
+	source regclass,
+	columns text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	sink text DEFAULT NULL,
+	checkpoint_interval interval DEFAULT '1 second',
+	start boolean DEFAULT true)
+RETURNS integer
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_create_projection';
+COMMENT ON FUNCTION weir.create_projection(text, regclass, text, text, text, interval, boolean) IS
+	'a stateless stage: every record of a topic that passes the filter, as the given columns, into a table or another topic; returns the pipeline id';
+
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
 CREATE FUNCTION weir.stop(pipeline text) RETURNS void
@@ -485,6 +500,7 @@ CREATE VIEW weir.pipelines AS
 				WHEN 'dedup' THEN
 					CASE WHEN p.horizon IS NULL THEN 'none: every id is kept forever'
 						 ELSE 'an id leaves when the watermark passes its last sighting + ' || p.horizon END
+				WHEN 'projection' THEN 'none needed: a projection keeps no state'
 				WHEN 'last_value' THEN
 					CASE WHEN p.ttl IS NULL THEN 'none: every key is kept forever'
 						 ELSE 'a key leaves, and its sink row is deleted, when the watermark passes its newest row + ' || p.ttl END

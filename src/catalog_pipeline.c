@@ -143,8 +143,14 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	values[0] = CStringGetTextDatum(row->name);
 	values[1] = ObjectIdGetDatum(row->owner);
 	values[2] = ObjectIdGetDatum(row->source);
-	values[3] = CStringGetTextDatum(row->key);
-	values[4] = CStringGetTextDatum(row->event_time);
+	if (row->key)
+		values[3] = CStringGetTextDatum(row->key);
+	else
+		nulls[3] = 'n';
+	if (row->event_time)
+		values[4] = CStringGetTextDatum(row->event_time);
+	else
+		nulls[4] = 'n';
 	values[5] = row->windowing;
 	if (row->windowing == (Datum) 0)
 		nulls[5] = 'n';

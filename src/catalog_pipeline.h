@@ -25,8 +25,8 @@ typedef struct WeirPipelineRow
 	char	   *name;
 	Oid			owner;
 	Oid			source;
-	char	   *key;
-	char	   *event_time;
+	char	   *key;			/* NULL for a projection */
+	char	   *event_time;		/* NULL for a projection */
 	Datum		windowing;		/* weir.windowing, copied; 0 for dedup */
 	char	   *aggregates;		/* NULL for dedup */
 	char	   *filter;			/* NULL: none */
@@ -42,7 +42,7 @@ typedef struct WeirPipelineRow
 	char	   *search_path;
 	bool		enabled;
 	TimestampTz created_at;		/* tells apart pipelines that reuse an id */
-	char	   *operator;		/* "window", "dedup" or "last_value" */
+	char	   *operator;		/* "window", "dedup", "last_value", "projection" */
 	bool		has_horizon;	/* dedup */
 	Interval	horizon;
 	bool		has_ttl;		/* last_value */

@@ -542,14 +542,17 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	}
 
 	/* sync: collect what changed */
-	if (plan->op == WEIR_OP_DEDUP)
+	if (plan->op == WEIR_OP_DEDUP || plan->op == WEIR_OP_PROJECTION)
 	{
 		kept.plan = plan;
 		kept.ncols = plan->nsinkcols;
 		kept.cols = w->dedup->pending;
 		kept.keyvals = NULL;
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-		weir_keyed_collect(w->dedup->ids, &collected);
+		if (w->dedup->ids)
+			weir_keyed_collect(w->dedup->ids, &collected);
+		else
+			memset(&collected, 0, sizeof(collected));
 		LWLockRelease(&w->slot->lock);
 		n.sink_rows = kept.cols[0].n;
 		n.state_rows = collected.entries;
@@ -572,10 +575,11 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	synced = weir_clock_now();
 
 	/* async: write it all */
-	if (plan->op == WEIR_OP_DEDUP)
+	if (plan->op == WEIR_OP_DEDUP || plan->op == WEIR_OP_PROJECTION)
 	{
 		write_sink_rows(w, &kept, false);
-		weir_keyed_write(w->dedup->ids, w->row.id, w->watermark, &collected);
+		if (w->dedup->ids)
+			weir_keyed_write(w->dedup->ids, w->row.id, w->watermark, &collected);
 	}
 	else if (plan->op == WEIR_OP_LAST_VALUE)
 		last_value_write(w, &last_values);
@@ -645,7 +649,9 @@ weir_checkpoint_restore(WeirWorker *w)
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
 	w->watermark = watermark;
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-	if (w->plan->op == WEIR_OP_DEDUP)
+	if (w->plan->op == WEIR_OP_PROJECTION)
+		windows = bytes = 0;
+	else if (w->plan->op == WEIR_OP_DEDUP)
 		windows = weir_keyed_restore(w->dedup->ids, w->row.id, watermark, &bytes);
 	else if (w->plan->op == WEIR_OP_LAST_VALUE)
 		windows = weir_keyed_restore(w->last_value->keys, w->row.id, watermark, &bytes);

@@ -17,6 +17,9 @@
  * event time below the watermark is late (an id it might duplicate may
  * have left), and is dropped and counted as late, as with windows.
  *
+ * A projection (a stateless stage) runs through the same code without ids:
+ * every record that passes the filter is kept.
+ *
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
@@ -52,7 +55,9 @@ weir_dedup_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 
 	d->plan = plan;
 	d->horizon = plan->retention;
-	d->ids = weir_keyed_create(plan, store, plan->retention, false, cxt);
+	/* a projection keeps every record: no ids */
+	if (plan->op == WEIR_OP_DEDUP)
+		d->ids = weir_keyed_create(plan, store, plan->retention, false, cxt);
 	d->pending_cxt = AllocSetContextCreate(cxt, "weir dedup pending rows",
 										   ALLOCSET_DEFAULT_SIZES);
 	d->column_types = palloc(sizeof(WeirColumn) * Max(plan->ncolumns, 1));
@@ -78,12 +83,16 @@ bool
 weir_dedup_apply(WeirDedup *d, const char *id, uint32 idlen, TimestampTz t,
 				 Datum *values, bool *nulls, bool *duplicate)
 {
-	bool		created;
-	dsa_pointer dp = weir_keyed_enter(d->ids, id, idlen, t, &created);
+	bool		created = true;
+	dsa_pointer dp = InvalidDsaPointer;
 	MemoryContext oldcxt;
 
-	if (!DsaPointerIsValid(dp))
-		return false;
+	if (d->ids)
+	{
+		dp = weir_keyed_enter(d->ids, id, idlen, t, &created);
+		if (!DsaPointerIsValid(dp))
+			return false;
+	}
 	if (created)
 		*duplicate = false;
 	else

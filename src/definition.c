@@ -589,6 +589,25 @@ weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
 	return plan;
 }
 
+/* A stateless stage: filter and columns, insert-only. */
+WeirPlan *
+weir_definition_projection_plan(Oid source, const char *columns, const char *filter)
+{
+	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
+
+	plan->op = WEIR_OP_PROJECTION;
+	plan->source = source;
+	plan_filter(plan, source, filter);
+	plan_columns(plan, source, columns, false);
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * plan->ncolumns);
+	for (int i = 0; i < plan->ncolumns; i++)
+		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
+						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
+						true);
+	plan->nsinkkey = 0;
+	return plan;
+}
+
 WeirPlan *
 weir_definition_last_value_plan(Oid source, const char *key, const char *event_time,
 								const char *columns, const char *filter, int64 ttl)

@@ -22,7 +22,8 @@ typedef enum WeirOperatorKind
 {
 	WEIR_OP_WINDOW,				/* windowed aggregates per key */
 	WEIR_OP_DEDUP,				/* records whose id was not seen within a horizon */
-	WEIR_OP_LAST_VALUE			/* the newest row per key */
+	WEIR_OP_LAST_VALUE,			/* the newest row per key */
+	WEIR_OP_PROJECTION			/* every record (filtered), as columns: no state */
 } WeirOperatorKind;
 
 typedef enum WeirWindowKind
@@ -158,6 +159,8 @@ extern WeirPlan *weir_definition_last_value_plan(Oid source, const char *key,
 												 const char *event_time,
 												 const char *columns,
 												 const char *filter, int64 ttl);
+extern WeirPlan *weir_definition_projection_plan(Oid source, const char *columns,
+												 const char *filter);
 extern int64 weir_interval_usecs(Interval *interval, const char *what);
 extern void weir_definition_windowing(Datum windowing, WeirWindowing *out);
 

@@ -336,7 +336,10 @@ check_sink(WeirPlan *plan, Oid sink)
 						 "The pipeline writes with its owner's privileges, which need INSERT on the sink.")));
 }
 
-/* Where the options every pipeline kind shares sit in its create function */
+/*
+ * Where the options every pipeline kind shares sit in its create function;
+ * -1: the kind does not take it (its default applies).
+ */
 typedef struct CommonArgs
 {
 	int			out_of_orderness;
@@ -399,10 +402,12 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
 	int64		checkpoint_us;
 
 	/* NULL out_of_orderness means none */
-	iv = interval_arg(fcinfo, args->out_of_orderness, "out_of_orderness", true);
+	iv = args->out_of_orderness < 0 ? NULL :
+		interval_arg(fcinfo, args->out_of_orderness, "out_of_orderness", true);
 	if (iv)
 		row->out_of_orderness = *iv;
-	iv = interval_arg(fcinfo, args->idle_timeout, "idle_timeout", false);
+	iv = args->idle_timeout < 0 ? NULL :
+		interval_arg(fcinfo, args->idle_timeout, "idle_timeout", false);
 	row->has_idle_timeout = iv != NULL;
 	if (iv)
 		row->idle_timeout = *iv;
@@ -417,7 +422,7 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
 	row->checkpoint_interval = *iv;
-	row->max_state_memory = PG_ARGISNULL(args->max_state_memory) ?
+	row->max_state_memory = args->max_state_memory < 0 || PG_ARGISNULL(args->max_state_memory) ?
 		(int64) weir_default_max_state_memory * 1024 :
 		PG_GETARG_INT64(args->max_state_memory);
 	if (row->max_state_memory < 1024 * 1024)
@@ -454,7 +459,8 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
 	}
 	row->sink = sink;
 
-	late_name = text_arg(fcinfo, args->late_records, "late_records", false);
+	late_name = args->late_records < 0 ? NULL :
+		text_arg(fcinfo, args->late_records, "late_records", false);
 	if (late_name)
 	{
 		Oid			late = relation_if_exists(late_name, &rv);
@@ -580,10 +586,33 @@ weir_create_last_value(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
 }
 
+/*
+ * weir.create_projection(name, source, columns, filter, sink,
+ *		checkpoint_interval, start): a stateless stage.
+ */
+PG_FUNCTION_INFO_V1(weir_create_projection);
+Datum
+weir_create_projection(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {-1, -1, 4, 5, -1, -1, 6};
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+
+	begin_create(fcinfo, &row);
+	row.operator = "projection";
+	row.columns = text_arg(fcinfo, 2, "columns", false);
+	row.filter = text_arg(fcinfo, 3, "filter", false);
+	row.emit = "final";
+	plan = weir_definition_projection_plan(row.source, row.columns, row.filter);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+}
+
 /* The plan of a catalog row, whatever its kind (the worker's view of it). */
 WeirPlan *
 weir_pipeline_plan(WeirPipelineRow *row)
 {
+	if (strcmp(row->operator, "projection") == 0)
+		return weir_definition_projection_plan(row->source, row->columns, row->filter);
 	if (strcmp(row->operator, "last_value") == 0)
 		return weir_definition_last_value_plan(row->source, row->key, row->event_time,
 											   row->columns, row->filter,

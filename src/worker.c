@@ -129,7 +129,8 @@ init_expressions(WeirWorker *w)
 	w->key_exprs = palloc(sizeof(ExprState *) * plan->nkeys);
 	for (int i = 0; i < plan->nkeys; i++)
 		w->key_exprs[i] = ExecInitExpr(expression_planner(plan->keys[i].expr), NULL);
-	w->event_time_expr = ExecInitExpr(expression_planner(plan->event_time), NULL);
+	w->event_time_expr = plan->event_time ?
+		ExecInitExpr(expression_planner(plan->event_time), NULL) : NULL;
 	w->filter_expr = plan->filter ?
 		ExecInitQual(list_make1(expression_planner(plan->filter)), NULL) : NULL;
 	w->arg_exprs = palloc0(sizeof(ExprState *) * Max(plan->nargs, 1));
@@ -234,7 +235,14 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	r->keylen = 0;
 	w->nbatch++;
 	econtext->ecxt_scantuple = slot;
-	r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
+	if (w->event_time_expr == NULL)
+	{
+		/* a projection has no event time: every record passes, none is late */
+		r->t = 0;
+		isnull = false;
+	}
+	else
+		r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
 	if (w->filter_expr && !ExecQual(w->filter_expr, econtext))
 	{
 		/* not processed, but its time still moves the partition's watermark */
@@ -371,7 +379,7 @@ apply_dedup_batch(WeirWorker *w, int32 part)
 			add_dead_letter(w, part, r);
 			continue;
 		}
-		if (r->t > w->max_event_time[part])
+		if (r->t > w->max_event_time[part] && w->event_time_expr)
 			w->max_event_time[part] = r->t;
 		if (r->kind == WEIR_ROW_FILTERED)
 			continue;
@@ -723,7 +731,7 @@ run(WeirWorker *w)
 		got = read_round(w, now, &lag, &caught_up);
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-		if (w->dedup)
+		if (w->dedup && w->dedup->ids)
 			(void) weir_keyed_expire(w->dedup->ids, w->watermark);	/* chunks follow */
 		else if (w->last_value)
 		{
@@ -859,7 +867,7 @@ setup(int32 id)
 	/* a hard stop a little above the accounted limit, for safety */
 	dsa_set_size_limit(w->area, w->row.max_state_memory + w->row.max_state_memory / 4 + 4 * 1024 * 1024);
 	w->store = weir_window_store_create(w->plan, w->area, w->row.max_state_memory, cxt);
-	if (w->plan->op == WEIR_OP_DEDUP)
+	if (w->plan->op == WEIR_OP_DEDUP || w->plan->op == WEIR_OP_PROJECTION)
 		w->dedup = weir_dedup_create(w->plan, w->store, cxt);
 	else if (w->plan->op == WEIR_OP_LAST_VALUE)
 		w->last_value = weir_last_value_create(w->plan, w->store, cxt);
