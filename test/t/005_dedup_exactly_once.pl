@@ -105,23 +105,29 @@ SELECT weir.create_pipeline('per_shop', 'ev_unique', key => 'shop', event_time =
 							aggregates => 'count(*) AS n, sum(amount) AS total',
 							out_of_orderness => '1 minute',
 							late_records => 'per_shop_late');
--- Wait (up to 10 s) until a pipeline's worker is in a checkpoint; return
--- its PID then, or NULL.
-CREATE FUNCTION worker_in_checkpoint(pipeline text) RETURNS integer
+-- Wait (up to 10 s) until the worker with this PID is in a checkpoint,
+-- then write the id of the pipeline's last committed checkpoint (read
+-- before seeing it there) to a file and kill -9 the worker.  Killing from
+-- here takes a millisecond or two, so the kill lands inside the checkpoint
+-- as a rule.  Returns false if it never saw the worker in a checkpoint.
+CREATE FUNCTION kill_in_checkpoint(pipeline text, worker integer, file text) RETURNS boolean
 LANGUAGE plpgsql AS \$\$
 DECLARE
-	p integer;
+	last bigint;
 BEGIN
 	FOR i IN 1..10000 LOOP
+		SELECT coalesce(max(c.id), 0) INTO last
+		  FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
+		 WHERE p.name = pipeline;
 		PERFORM pg_stat_clear_snapshot();
-		SELECT a.pid INTO p FROM weir.pipelines s JOIN pg_stat_activity a ON a.pid = s.worker_pid
-		 WHERE s.name = pipeline AND a.query = 'weir: checkpoint';
-		IF p IS NOT NULL THEN
-			RETURN p;
+		IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = worker AND query = 'weir: checkpoint') THEN
+			EXECUTE format('COPY (SELECT %s) TO %L', last, file);
+			EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'kill -9 ' || worker);
+			RETURN true;
 		END IF;
 		PERFORM pg_sleep(0.001);
 	END LOOP;
-	RETURN NULL;
+	RETURN false;
 END
 \$\$;
 });
@@ -141,7 +147,7 @@ my $producer_script = "$PostgreSQL::Test::Utils::tmp_check/weir_dedup_producer.s
 PostgreSQL::Test::Utils::append_to_file(
 	$producer_script, qq{\\set n random(500, 1500)
 WITH r AS (
-	SELECT s / 4 + floor(random() * 45000)::bigint AS id,
+	SELECT s / 8 + floor(random() * 22500)::bigint AS id,
 		   timestamptz '2024-01-01 00:00:00+00' + (s - floor(random() * 20000)) * interval '1 ms' AS ts
 	  FROM (SELECT nextval('clock') AS s FROM generate_series(1, :n)) g)
 INSERT INTO ev (id, shop, amount, ts)
@@ -194,6 +200,9 @@ my $t0      = time;
 my $rows    = 0;
 my $crashes = 0;
 my @killed_pids;
+my $killed_in_checkpoint;    # the pipeline of a kill in a checkpoint
+my $interrupted = 0;          # checkpoints interrupted by such kills
+my $last_file = "$PostgreSQL::Test::Utils::tmp_check/weir_last_checkpoint";
 while (1)
 {
 	my $n = committed_rows();
@@ -213,20 +222,10 @@ while (1)
 		if ($kind =~ /^kill/)
 		{
 			my $name = $kill_target[0];
-			my ($ret, $pid);
-			if ($kind eq 'kill')
-			{
-				# a little more randomness than the polling gives
-				usleep(int(rand(400_000)));
-				($ret, $pid) = $node->psql('postgres',
-					"SELECT worker_pid FROM weir.pipelines WHERE name = '$name' AND worker_pid IS NOT NULL"
-				);
-			}
-			else
-			{
-				($ret, $pid) =
-				  $node->psql('postgres', "SELECT worker_in_checkpoint('$name')");
-			}
+			# a little more randomness than the polling gives
+			usleep(int(rand(400_000)));
+			my ($ret, $pid) = $node->psql('postgres',
+				"SELECT worker_pid FROM weir.pipelines WHERE name = '$name' AND worker_pid IS NOT NULL");
 			if ($ret != 0 || $pid eq '')
 			{
 				usleep(50_000);
@@ -234,7 +233,21 @@ while (1)
 			}
 			shift @kill_target;
 			my $offset = -s $node->logfile;
-			kill 'KILL', $pid;
+			if ($kind eq 'kill')
+			{
+				kill 'KILL', $pid;
+			}
+			else
+			{
+				unlink $last_file;
+				my ($r, $killed) = $node->psql('postgres',
+					"SELECT kill_in_checkpoint('$name', $pid, '$last_file')");
+				if ($r == 0 && $killed eq 'f')
+				{
+					note "pipeline $name was not seen in a checkpoint; killed at once";
+					kill 'KILL', $pid;
+				}
+			}
 			push @killed_pids, $pid;
 			$what = sprintf('crash %d (kill -9 of the worker of pipeline %s, PID %d%s) at %d rows',
 				$crashes + 1, $name, $pid,
@@ -243,6 +256,7 @@ while (1)
 			$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 			ok(wait_server_up($node), "server back after $what");
 			end_bench('producer', 0);
+			$killed_in_checkpoint = $name if $kind ne 'kill';
 		}
 		else
 		{
@@ -256,6 +270,27 @@ while (1)
 		$crashes++;
 		start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
 		wait_pipelines_restored($crashes + 1, $what);
+		if (defined $killed_in_checkpoint)
+		{
+			# the pipeline restored the checkpoint that was the last
+			# before the worker was seen in one: that one was interrupted
+			my $last = -e $last_file ? slurp_file($last_file) : '';
+			chomp $last;
+			my $restored = $node->safe_psql(
+				'postgres', qq{
+SELECT r.checkpoint_id FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
+ WHERE p.name = '$killed_in_checkpoint' ORDER BY r.restored_at DESC LIMIT 1});
+			if ($last ne '' && $restored eq $last)
+			{
+				$interrupted++;
+				note "the kill interrupted checkpoint " . ($last + 1) . " of $killed_in_checkpoint";
+			}
+			else
+			{
+				note "the kill came after the checkpoint of $killed_in_checkpoint had committed";
+			}
+			$killed_in_checkpoint = undef;
+		}
 		next;
 	}
 
@@ -271,6 +306,7 @@ while (1)
 my $t_produced = time;
 note sprintf("produced %d records in %.1f s", $rows, $t_produced - $t0);
 is($crashes, $ncrashes, "all $ncrashes crashes happened");
+note "$interrupted of the 2 kills aimed at a checkpoint interrupted one";
 
 end_bench('producer', 1);
 ok( $node->poll_query_until(
@@ -493,18 +529,14 @@ SELECT string_agg(format('%s: %s checkpoints, %s restores, %s sink rows written'
 
 note $node->safe_psql(
 	'postgres', q{
-SELECT format('ev_unique: %s positions left unused by aborted checkpoint transactions',
-			  sum(max_pos - rows))
-  FROM (SELECT part, max(pos) AS max_pos, count(*) AS rows FROM ev_unique GROUP BY part) p});
-note $node->safe_psql(
-	'postgres', q{
-SELECT string_agg(format('%s: restored %s ids', p.name, r.windows), E'\n' ORDER BY p.name, r.restored_at)
+SELECT string_agg(format('%s restored %s: %s ids from %s bytes', p.name, r.checkpoint_id, r.windows, r.bytes),
+				  E'\n' ORDER BY p.name, r.restored_at)
   FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id WHERE p.operator = 'dedup'});
+
 note $node->safe_psql(
 	'postgres', q{
-SELECT string_agg(format('%s: ckpt %s state_rows %s bytes %s deletes %s async %s ms sink %s', p.name, c.id, c.state_rows, c.bytes, c.state_deletes, round(c.async_ms), c.sink_rows), E'\n' ORDER BY p.name, c.id)
+SELECT string_agg(format('DEBUG %s: ckpt %s state_rows %s bytes %s', p.name, c.id, c.state_rows, c.bytes), E'\n' ORDER BY p.name, c.id)
   FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id WHERE p.operator = 'dedup'});
-
 # The server log: the intended crashes, nothing else.
 my $log = slurp_file($node->logfile);
 my @panic = grep { /PANIC|TRAP:/ } split /\n/, $log;
