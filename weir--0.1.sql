@@ -267,13 +267,19 @@ CREATE TABLE weir.pipeline (
 	owner				oid NOT NULL,
 	source				oid NOT NULL,			-- topic relid
 	operator			text NOT NULL DEFAULT 'window'
-						CHECK (operator IN ('window', 'dedup', 'last_value', 'projection')),
+						CHECK (operator IN ('window', 'dedup', 'last_value', 'projection', 'join')),
 	key					text,					-- dedup: the id; projection: none
 	event_time			text,					-- projection: none
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
 	horizon				interval,				-- dedup; NULL: ids kept forever
 	ttl					interval,				-- last_value; NULL: keys kept forever
+	right_source		oid,					-- join: the right topic (source: the left)
+	right_key			text,					-- join (key: the left's)
+	right_event_time	text,					-- join (event_time: the left's)
+	join_lower			interval,				-- join: l.t BETWEEN r.t - lower
+	join_upper			interval,				--		AND r.t + upper
+	join_kind			text CHECK (join_kind IN ('inner', 'left')),
 	columns				text,					-- dedup, last_value; NULL: the source's
 	filter				text,
 	out_of_orderness	interval NOT NULL,
@@ -290,7 +296,9 @@ CREATE TABLE weir.pipeline (
 	last_error			text,
 	created_at			timestamptz NOT NULL DEFAULT now(),
 	CHECK (operator <> 'window' OR (NOT windowing IS NULL AND aggregates IS NOT NULL)),
-	CHECK (operator = 'projection' OR (key IS NOT NULL AND event_time IS NOT NULL))
+	CHECK (operator = 'projection' OR (key IS NOT NULL AND event_time IS NOT NULL)),
+	CHECK (operator <> 'join' OR (right_source IS NOT NULL AND right_key IS NOT NULL AND
+								  right_event_time IS NOT NULL AND join_kind IS NOT NULL))
 );
 
 -- Source positions and per-partition maximum event times of the last
@@ -325,11 +333,12 @@ CREATE TABLE weir.pipeline_state (
 -- and deletes the older ones (compaction).
 CREATE TABLE weir.pipeline_chunk (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	space			smallint NOT NULL,		-- a join's side (0: left), else 0
 	chunk			bigint NOT NULL,
 	expires_at		timestamptz,			-- NULL: never (no horizon)
 	entries			integer NOT NULL,
 	data			bytea NOT NULL,
-	PRIMARY KEY (pipeline_id, chunk)
+	PRIMARY KEY (pipeline_id, space, chunk)
 );
 ALTER TABLE weir.pipeline_chunk ALTER COLUMN data SET STORAGE EXTERNAL;
 
@@ -451,6 +460,30 @@ RETURNS integer
 COMMENT ON FUNCTION weir.create_projection(text, regclass, text, text, text, interval, boolean) IS
 	'a stateless stage: every record of a topic that passes the filter, as the given columns, into a table or another topic; returns the pipeline id';
 
+CREATE FUNCTION weir.create_join(
+	name text,
+	left_source regclass,
+	right_source regclass,
+	left_key text,
+	right_key text,
+	left_time text,
+	right_time text,
+	lower interval DEFAULT '0',
+	upper interval DEFAULT '0',
+	kind text DEFAULT 'inner',
+	columns text DEFAULT NULL,
+	out_of_orderness interval DEFAULT '0',
+	idle_timeout interval DEFAULT NULL,
+	sink text DEFAULT NULL,
+	checkpoint_interval interval DEFAULT '1 second',
+	max_state_memory bigint DEFAULT NULL,
+	start boolean DEFAULT true)
+RETURNS integer
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_create_join';
+COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, interval, interval, text, interval, bigint, boolean) IS
+	'define an interval join of two topics: rows with equal keys and l.t BETWEEN r.t - lower AND r.t + upper, inner or left outer; returns the pipeline id';
+
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
 CREATE FUNCTION weir.stop(pipeline text) RETURNS void
@@ -501,6 +534,8 @@ CREATE VIEW weir.pipelines AS
 					CASE WHEN p.horizon IS NULL THEN 'none: every id is kept forever'
 						 ELSE 'an id leaves when the watermark passes its last sighting + ' || p.horizon END
 				WHEN 'projection' THEN 'none needed: a projection keeps no state'
+				WHEN 'join' THEN 'a left row leaves when the watermark passes its time + ' || p.join_lower ||
+								 ', a right row when it passes its time + ' || p.join_upper
 				WHEN 'last_value' THEN
 					CASE WHEN p.ttl IS NULL THEN 'none: every key is kept forever'
 						 ELSE 'a key leaves, and its sink row is deleted, when the watermark passes its newest row + ' || p.ttl END

@@ -257,7 +257,7 @@ weir_catalog_pipeline_reading(Oid relid)
 
 	weir_catalog_privileged_begin(&p);
 	weir_catalog_exec("SELECT name FROM weir.pipeline WHERE source = $1 OR sink = $1 "
-					  "OR late_records = $1 ORDER BY name LIMIT 1",
+					  "OR late_records = $1 OR right_source = $1 ORDER BY name LIMIT 1",
 					  1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 		name = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[0],

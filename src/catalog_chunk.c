@@ -25,20 +25,20 @@
 #include "catalog_chunk.h"
 
 void
-weir_catalog_write_chunk(int32 id, int64 chunk, TimestampTz expires_at,
+weir_catalog_write_chunk(int32 id, int space, int64 chunk, TimestampTz expires_at,
 						 int32 entries, bytea *data)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[5] = {INT4OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
-	Datum		values[5] = {Int32GetDatum(id), Int64GetDatum(chunk),
+	Oid			types[6] = {INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
+	Datum		values[6] = {Int32GetDatum(id), Int16GetDatum(space), Int64GetDatum(chunk),
 		TimestampTzGetDatum(expires_at), Int32GetDatum(entries),
 	PointerGetDatum(data)};
-	char		nulls[5] = {' ', ' ', TIMESTAMP_NOT_FINITE(expires_at) ? 'n' : ' ', ' ', ' '};
+	char		nulls[6] = {' ', ' ', ' ', TIMESTAMP_NOT_FINITE(expires_at) ? 'n' : ' ', ' ', ' '};
 
 	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("INSERT INTO weir.pipeline_chunk (pipeline_id, chunk, expires_at, entries, data) "
-					  "VALUES ($1, $2, $3, $4, $5)",
-					  5, types, values, nulls, SPI_OK_INSERT);
+	weir_catalog_exec("INSERT INTO weir.pipeline_chunk (pipeline_id, space, chunk, expires_at, entries, data) "
+					  "VALUES ($1, $2, $3, $4, $5, $6)",
+					  6, types, values, nulls, SPI_OK_INSERT);
 	weir_catalog_privileged_end(&p);
 }
 
@@ -47,21 +47,21 @@ weir_catalog_write_chunk(int32 id, int64 chunk, TimestampTz expires_at,
  * chunks numbered below it; returns how many bytes of data went.
  */
 int64
-weir_catalog_delete_chunks(int32 id, TimestampTz watermark, int64 below_chunk)
+weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark, int64 below_chunk)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[3] = {INT4OID, TIMESTAMPTZOID, INT8OID};
-	Datum		values[3] = {Int32GetDatum(id), TimestampTzGetDatum(watermark),
-	Int64GetDatum(below_chunk)};
-	char		nulls[3] = {' ', TIMESTAMP_NOT_FINITE(watermark) ? 'n' : ' ', ' '};
+	Oid			types[4] = {INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID};
+	Datum		values[4] = {Int32GetDatum(id), TimestampTzGetDatum(watermark),
+	Int64GetDatum(below_chunk), Int16GetDatum(space)};
+	char		nulls[4] = {' ', TIMESTAMP_NOT_FINITE(watermark) ? 'n' : ' ', ' ', ' '};
 	int64		bytes = 0;
 
 	weir_catalog_privileged_begin(&p);
 	weir_catalog_exec("WITH gone AS (DELETE FROM weir.pipeline_chunk "
-					  "WHERE pipeline_id = $1 AND (expires_at <= $2 OR chunk < $3) "
+					  "WHERE pipeline_id = $1 AND space = $4 AND (expires_at <= $2 OR chunk < $3) "
 					  "RETURNING octet_length(data) AS len) "
 					  "SELECT coalesce(sum(len), 0)::bigint FROM gone",
-					  3, types, values, nulls, SPI_OK_SELECT);
+					  4, types, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -79,12 +79,12 @@ weir_catalog_delete_chunks(int32 id, TimestampTz watermark, int64 below_chunk)
  * *next_chunk the number after the newest.
  */
 int64
-weir_catalog_load_chunks(int32 id, WeirChunkCallback cb, void *arg, int64 *bytes,
-						 int64 *next_chunk)
+weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
+						 int64 *bytes, int64 *next_chunk)
 {
 	WeirCatalogPrivilege p;
-	Oid			type = INT4OID;
-	Datum		value = Int32GetDatum(id);
+	Oid			types[2] = {INT4OID, INT2OID};
+	Datum		values[2] = {Int32GetDatum(id), Int16GetDatum(space)};
 	SPIPlanPtr	plan;
 	Portal		portal;
 	int64		chunks = 0;
@@ -93,10 +93,10 @@ weir_catalog_load_chunks(int32 id, WeirChunkCallback cb, void *arg, int64 *bytes
 	*next_chunk = 1;
 	weir_catalog_privileged_begin(&p);
 	plan = SPI_prepare("SELECT chunk, data FROM weir.pipeline_chunk "
-					   "WHERE pipeline_id = $1 ORDER BY chunk", 1, &type);
+					   "WHERE pipeline_id = $1 AND space = $2 ORDER BY chunk", 2, types);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, &value, NULL, true);
+	portal = SPI_cursor_open(NULL, plan, values, NULL, true);
 	for (;;)
 	{
 		HeapTuple	tup;
@@ -119,28 +119,4 @@ weir_catalog_load_chunks(int32 id, WeirChunkCallback cb, void *arg, int64 *bytes
 	SPI_cursor_close(portal);
 	weir_catalog_privileged_end(&p);
 	return chunks;
-}
-
-/* Bytes of data the chunks of a pipeline hold. */
-int64
-weir_catalog_chunk_bytes(int32 id)
-{
-	WeirCatalogPrivilege p;
-	Oid			type = INT4OID;
-	Datum		value = Int32GetDatum(id);
-	int64		bytes = 0;
-
-	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("SELECT coalesce(sum(octet_length(data)), 0)::bigint "
-					  "FROM weir.pipeline_chunk WHERE pipeline_id = $1",
-					  1, &type, &value, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-
-		bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	weir_catalog_privileged_end(&p);
-	return bytes;
 }

@@ -17,12 +17,12 @@
 
 typedef void (*WeirChunkCallback) (void *arg, const char *data, Size len);
 
-extern void weir_catalog_write_chunk(int32 id, int64 chunk, TimestampTz expires_at,
-									 int32 entries, bytea *data);
-extern int64 weir_catalog_delete_chunks(int32 id, TimestampTz watermark,
+extern void weir_catalog_write_chunk(int32 id, int space, int64 chunk,
+									 TimestampTz expires_at, int32 entries,
+									 bytea *data);
+extern int64 weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark,
 										int64 below_chunk);
-extern int64 weir_catalog_load_chunks(int32 id, WeirChunkCallback cb, void *arg,
-									  int64 *bytes, int64 *next_chunk);
-extern int64 weir_catalog_chunk_bytes(int32 id);
+extern int64 weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb,
+									  void *arg, int64 *bytes, int64 *next_chunk);
 
 #endif							/* WEIR_CATALOG_CHUNK_H */

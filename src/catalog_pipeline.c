@@ -35,7 +35,8 @@
 	"id, name, owner, source, key, event_time, windowing, aggregates, filter, " \
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
 	"checkpoint_interval, max_state_memory, search_path, enabled, created_at, " \
-	"operator, horizon, columns, ttl"
+	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
+	"join_lower, join_upper, join_kind"
 
 static char *
 get_text(int col, MemoryContext cxt)
@@ -95,6 +96,17 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->has_ttl = !isnull;
 	if (!isnull)
 		row->ttl = *DatumGetIntervalP(d);
+	d = get_datum(25, &isnull);
+	row->right_source = isnull ? InvalidOid : DatumGetObjectId(d);
+	row->right_key = get_text(26, cxt);
+	row->right_event_time = get_text(27, cxt);
+	d = get_datum(28, &isnull);
+	if (!isnull)
+		row->join_lower = *DatumGetIntervalP(d);
+	d = get_datum(29, &isnull);
+	if (!isnull)
+		row->join_upper = *DatumGetIntervalP(d);
+	row->join_kind = get_text(30, cxt);
 }
 
 static bool
@@ -130,12 +142,12 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[22] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[28] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
 		OIDOID, INTERVALOID, INT8OID, TEXTOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
-	INTERVALOID};
-	Datum		values[22];
-	char		nulls[22];
+	INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID};
+	Datum		values[28];
+	char		nulls[28];
 	bool		isnull;
 	int32		id;
 
@@ -191,6 +203,17 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 		values[21] = IntervalPGetDatum(&row->ttl);
 	else
 		nulls[21] = 'n';
+	if (row->join_kind)
+	{
+		values[22] = ObjectIdGetDatum(row->right_source);
+		values[23] = CStringGetTextDatum(row->right_key);
+		values[24] = CStringGetTextDatum(row->right_event_time);
+		values[25] = IntervalPGetDatum(&row->join_lower);
+		values[26] = IntervalPGetDatum(&row->join_upper);
+		values[27] = CStringGetTextDatum(row->join_kind);
+	}
+	else
+		memset(nulls + 22, 'n', 6);
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -198,12 +221,13 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	weir_catalog_exec("INSERT INTO weir.pipeline (name, owner, source, key, event_time, "
 					  "windowing, aggregates, filter, out_of_orderness, allowed_lateness, "
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
-					  "max_state_memory, search_path, enabled, operator, horizon, columns, ttl, status) "
+					  "max_state_memory, search_path, enabled, operator, horizon, columns, ttl, "
+					  "right_source, right_key, right_event_time, join_lower, join_upper, join_kind, status) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, "
+					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
 					  "CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
 					  "RETURNING id",
-					  22, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  28, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;

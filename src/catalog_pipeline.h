@@ -47,7 +47,13 @@ typedef struct WeirPipelineRow
 	Interval	horizon;
 	bool		has_ttl;		/* last_value */
 	Interval	ttl;
-	char	   *columns;		/* dedup, last_value; NULL: the source's */
+	char	   *columns;		/* dedup, last_value, join; NULL: the source's */
+	Oid			right_source;	/* join; source is the left */
+	char	   *right_key;
+	char	   *right_event_time;
+	Interval	join_lower;
+	Interval	join_upper;
+	char	   *join_kind;		/* "inner" or "left" */
 } WeirPipelineRow;
 
 /* one window's state row, as stored in weir.pipeline_state */

@@ -47,6 +47,7 @@
 #include "clock.h"
 #include "columns.h"
 #include "dedup.h"
+#include "join.h"
 #include "lastvalue.h"
 #include "sink.h"
 #include "worker.h"
@@ -468,7 +469,8 @@ write_progress(WeirWorker *w, WeirColumn *parts, WeirColumn *positions,
 
 	weir_catalog_write_positions(w->row.id, weir_column_array(parts),
 								 weir_column_array(positions), weir_column_array(maxtimes));
-	if (w->dead != NIL)
+	/* dead letters, one statement per source (a join has two) */
+	for (int s = 0; s < w->nsides && w->dead != NIL; s++)
 	{
 		WeirColumn	dparts, dpos, derr, drec;
 
@@ -480,17 +482,21 @@ write_progress(WeirWorker *w, WeirColumn *parts, WeirColumn *positions,
 		{
 			WeirDeadLetter *d = lfirst(lc);
 
+			if (d->source != w->sides[s].source)
+				continue;
 			weir_column_add(&dparts, Int32GetDatum(d->part), false);
 			weir_column_add(&dpos, Int64GetDatum(d->position), false);
 			weir_column_add(&derr, CStringGetTextDatum(d->error), false);
 			weir_column_add(&drec, DirectFunctionCall1(jsonb_in, CStringGetDatum(d->record)), false);
 		}
-		weir_catalog_write_dead_letters(w->row.id, w->row.source, weir_column_array(&dparts),
-										weir_column_array(&dpos), weir_column_array(&derr),
-										weir_column_array(&drec));
-		list_free_deep(w->dead);
-		w->dead = NIL;
+		if (dparts.n > 0)
+			weir_catalog_write_dead_letters(w->row.id, w->sides[s].source,
+											weir_column_array(&dparts),
+											weir_column_array(&dpos), weir_column_array(&derr),
+											weir_column_array(&drec));
 	}
+	list_free_deep(w->dead);
+	w->dead = NIL;
 	if (w->late != NIL)
 	{
 		WeirColumn	lparts, lpos;
@@ -523,6 +529,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	TimestampTz synced;
 	WindowChanges changes;
 	LastValueChanges last_values;
+	WeirKeyedCollected sides[2];
 	SinkRows	kept;			/* dedup: the records kept, inserted */
 	WeirKeyedCollected collected;
 	CheckpointCounts n = {0, 0, 0, 0};
@@ -560,6 +567,24 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	}
 	else if (plan->op == WEIR_OP_LAST_VALUE)
 		last_value_collect(w, &last_values, &n);
+	else if (plan->op == WEIR_OP_JOIN)
+	{
+		/* rows that left the buffers go for real first (join.c) */
+		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+		weir_join_drain(w->join, w->watermark);
+		for (int s = 0; s < 2; s++)
+		{
+			weir_keyed_collect(w->join->sides[s], &sides[s]);
+			n.state_rows += sides[s].entries;
+			n.bytes += sides[s].bytes;
+		}
+		LWLockRelease(&w->slot->lock);
+		kept.plan = plan;
+		kept.ncols = plan->nsinkcols;
+		kept.cols = w->join->pending;
+		kept.keyvals = NULL;
+		n.sink_rows = kept.cols[0].n;
+	}
 	else
 		window_collect(w, &changes, &n);
 	weir_column_init(&parts, INT4OID);
@@ -583,6 +608,12 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	}
 	else if (plan->op == WEIR_OP_LAST_VALUE)
 		last_value_write(w, &last_values);
+	else if (plan->op == WEIR_OP_JOIN)
+	{
+		write_sink_rows(w, &kept, false);
+		for (int s = 0; s < 2; s++)
+			weir_keyed_write(w->join->sides[s], w->row.id, w->watermark, &sides[s]);
+	}
 	else
 		window_write(w, &changes);
 	write_progress(w, &parts, &positions, &maxtimes);
@@ -655,6 +686,14 @@ weir_checkpoint_restore(WeirWorker *w)
 		windows = weir_keyed_restore(w->dedup->ids, w->row.id, watermark, &bytes);
 	else if (w->plan->op == WEIR_OP_LAST_VALUE)
 		windows = weir_keyed_restore(w->last_value->keys, w->row.id, watermark, &bytes);
+	else if (w->plan->op == WEIR_OP_JOIN)
+	{
+		int64		right_bytes;
+
+		windows = weir_keyed_restore(w->join->sides[0], w->row.id, watermark, &bytes);
+		windows += weir_keyed_restore(w->join->sides[1], w->row.id, watermark, &right_bytes);
+		bytes += right_bytes;
+	}
 	else
 		windows = weir_catalog_load_state(w->row.id, restore_window, w, &bytes);
 	LWLockRelease(&w->slot->lock);

@@ -57,7 +57,8 @@ weir_dedup_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	d->horizon = plan->retention;
 	/* a projection keeps every record: no ids */
 	if (plan->op == WEIR_OP_DEDUP)
-		d->ids = weir_keyed_create(plan, store, plan->retention, false, cxt);
+		d->ids = weir_keyed_create(plan, store, 0, plan->state_size, plan->retention,
+								   false, cxt);
 	d->pending_cxt = AllocSetContextCreate(cxt, "weir dedup pending rows",
 										   ALLOCSET_DEFAULT_SIZES);
 	d->column_types = palloc(sizeof(WeirColumn) * Max(plan->ncolumns, 1));

@@ -39,6 +39,7 @@
 #include "parser/parse_agg.h"
 #include "parser/parse_coerce.h"
 #include "parser/parser.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -48,6 +49,7 @@
 #include "utils/timestamp.h"
 
 #include "definition.h"
+#include "join.h"
 #include "keyed.h"
 #include "topic.h"
 
@@ -635,6 +637,193 @@ weir_definition_last_value_plan(Oid source, const char *key, const char *event_t
 						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
 						true);
 	return plan;
+}
+
+/* Varnos a join column's expression refers to: bit 1 left, bit 2 right. */
+static bool
+join_sides_walker(Node *node, int *sides)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		*sides |= 1 << (((Var *) node)->varno - 1);
+		return false;
+	}
+	return expression_tree_walker(node, join_sides_walker, (void *) sides);
+}
+
+/*
+ * A join's columns: "SELECT <columns> FROM ONLY left l, ONLY right r",
+ * each expression over one side only (each side's values are computed when
+ * its record arrives and kept with it until matched).  By default every
+ * column of both sources but partition and position, right columns whose
+ * name the left already uses prefixed with right_.
+ */
+static void
+plan_join_columns(WeirPlan *left, WeirPlan *right, const char *columns)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	StringInfoData sql;
+	List	   *raw = NIL;
+	Query	   *query = NULL;
+	ListCell   *lc;
+	int			i = 0;
+	int			n;
+	Oid			rels[2] = {left->source, right->source};
+
+	if (columns == NULL)
+	{
+		StringInfoData all;
+		List	   *left_names = NIL;
+
+		initStringInfo(&all);
+		for (int side = 0; side < 2; side++)
+		{
+			Relation	rel = relation_open(rels[side], AccessShareLock);
+			TupleDesc	desc = RelationGetDescr(rel);
+
+			for (int a = 0; a < desc->natts; a++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, a);
+				char	   *name = NameStr(att->attname);
+				bool		taken = false;
+
+				if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
+					att->attnum == WEIR_TOPIC_POS_ATTNUM)
+					continue;
+				foreach(lc, left_names)
+					if (strcmp(lfirst(lc), name) == 0)
+						taken = true;
+				appendStringInfo(&all, "%s%s.%s", all.len > 0 ? ", " : "",
+								 side == 0 ? "l" : "r", quote_identifier(name));
+				if (side == 1 && taken)
+					appendStringInfo(&all, " AS %s",
+									 quote_identifier(psprintf("right_%s", name)));
+				if (side == 0)
+					left_names = lappend(left_names, pstrdup(name));
+			}
+			relation_close(rel, AccessShareLock);
+		}
+		columns = all.data;
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s\nFROM ONLY %s l, ONLY %s r", columns,
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rels[0])),
+												get_rel_name(rels[0])),
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rels[1])),
+												get_rel_name(rels[1])));
+	PG_TRY();
+	{
+		raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
+		if (list_length(raw) == 1 &&
+			IsA(linitial_node(RawStmt, raw)->stmt, SelectStmt))
+			query = parse_analyze_fixedparams(linitial_node(RawStmt, raw),
+											  sql.data, NULL, 0, NULL);
+	}
+	PG_CATCH();
+	{
+		rethrow_as(cxt, "columns");
+	}
+	PG_END_TRY();
+	if (query == NULL || query->commandType != CMD_SELECT ||
+		list_length(query->rtable) != 2 || list_length(query->jointree->fromlist) != 2 ||
+		query->jointree->quals != NULL || query->cteList || query->groupClause ||
+		query->havingQual || query->sortClause || query->limitCount ||
+		query->limitOffset || query->distinctClause || query->setOperations ||
+		query->windowClause || query->groupingSets || query->hasSubLinks ||
+		query->hasTargetSRFs || query->hasWindowFuncs || query->hasAggs)
+		refuse_shape("columns", "it is not a list of expressions over l and r");
+	for (int r = 0; r < 2; r++)
+	{
+		RangeTblEntry *rte = list_nth_node(RangeTblEntry, query->rtable, r);
+
+		if (rte->rtekind != RTE_RELATION || rte->relid != rels[r])
+			refuse_shape("columns", "it refers to relations other than the sources");
+	}
+	n = list_length(query->targetList);
+	if (n == 0)
+		refuse_shape("columns", "it has no columns");
+	left->columns = palloc0(sizeof(WeirColumnSpec) * n);
+	right->columns = palloc0(sizeof(WeirColumnSpec) * n);
+	left->sink_side = palloc(sizeof(int) * n);
+	left->sink_index = palloc(sizeof(int) * n);
+	left->sinkcols = palloc0(sizeof(WeirSinkColumn) * n);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		int			sides = 0;
+		int			side;
+		WeirPlan   *plan;
+		WeirColumnSpec *c;
+		Node	   *expr = (Node *) copyObject(tle->expr);
+
+		refuse_volatile(expr, "columns");
+		(void) join_sides_walker(expr, &sides);
+		if (sides == 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("invalid columns: column %d refers to both sides", i + 1),
+					 errhint("Give each side's columns apart (l.a, r.b) and combine them in a view over the sink.")));
+		side = sides == 2 ? 1 : 0;
+		plan = side == 0 ? left : right;
+		if (side == 1)
+			ChangeVarNodes(expr, 2, 1, 0);	/* evaluated against the right row */
+		c = &plan->columns[plan->ncolumns];
+		c->name = column_name(tle, "column", i + 1);
+		c->expr = (Expr *) expr;
+		c->type = exprType(expr);
+		c->typmod = exprTypmod(expr);
+		get_typlenbyval(c->type, &c->typlen, &c->typbyval);
+		left->sink_side[i] = side;
+		left->sink_index[i] = plan->ncolumns++;
+		/* an inner join fills every column; a left outer one may not */
+		add_sink_column(left, c->name, c->type, c->typmod, exprCollation(expr), true);
+		i++;
+	}
+	left->nargs = left->ncolumns;
+	right->nargs = right->ncolumns;
+}
+
+WeirPlan *
+weir_definition_join_plan(Oid left_source, Oid right_source, const char *left_key,
+						  const char *right_key, const char *left_time,
+						  const char *right_time, const char *columns,
+						  int64 lower, int64 upper, bool left_outer)
+{
+	WeirPlan   *left = palloc0(sizeof(WeirPlan));
+	WeirPlan   *right = palloc0(sizeof(WeirPlan));
+
+	left->op = right->op = WEIR_OP_JOIN;
+	left->source = left_source;
+	right->source = right_source;
+	plan_keys(left, left_source, left_key, "left_key");
+	plan_keys(right, right_source, right_key, "right_key");
+	if (left->nkeys != right->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("left_key has %d expressions, right_key %d", left->nkeys, right->nkeys),
+				 errhint("Give the join key as the same number of expressions on both sides.")));
+	for (int i = 0; i < left->nkeys; i++)
+		if (left->keys[i].type != right->keys[i].type)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("join key %d is %s on the left and %s on the right", i + 1,
+							format_type_be(left->keys[i].type),
+							format_type_be(right->keys[i].type)),
+					 errhint("Cast one side so that both have the same type.")));
+	plan_event_time(left, left_source, left_time);
+	plan_event_time(right, right_source, right_time);
+	plan_join_columns(left, right, columns);
+	left->join_lower = right->join_lower = lower;
+	left->join_upper = right->join_upper = upper;
+	left->left_outer = right->left_outer = left_outer;
+	/* per key and side: the rows' latest time and their list */
+	left->state_size = right->state_size = sizeof(JoinKeyState);
+	left->right = right;
+	left->nsinkkey = 0;
+	return left;
 }
 
 /* An interval as microseconds; months have no fixed length and are refused. */

@@ -23,7 +23,8 @@ typedef enum WeirOperatorKind
 	WEIR_OP_WINDOW,				/* windowed aggregates per key */
 	WEIR_OP_DEDUP,				/* records whose id was not seen within a horizon */
 	WEIR_OP_LAST_VALUE,			/* the newest row per key */
-	WEIR_OP_PROJECTION			/* every record (filtered), as columns: no state */
+	WEIR_OP_PROJECTION,			/* every record (filtered), as columns: no state */
+	WEIR_OP_JOIN				/* an interval join of two topics */
 } WeirOperatorKind;
 
 typedef enum WeirWindowKind
@@ -119,7 +120,9 @@ typedef struct WeirWindowing
 } WeirWindowing;
 
 /* Everything the worker needs to run a pipeline, built from its catalog row */
-typedef struct WeirPlan
+typedef struct WeirPlan WeirPlan;
+
+struct WeirPlan
 {
 	WeirOperatorKind op;
 	Oid			source;			/* topic relid */
@@ -144,7 +147,20 @@ typedef struct WeirPlan
 	int			nsinkcols;
 	WeirSinkColumn *sinkcols;
 	int			nsinkkey;
-} WeirPlan;
+
+	/*
+	 * WEIR_OP_JOIN: this plan is the left side (source, keys, event_time,
+	 * its columns); `right` the right side.  l.t BETWEEN r.t - lower AND
+	 * r.t + upper.  Sink column i is column sink_index[i] of side
+	 * sink_side[i] (0: left, 1: right).
+	 */
+	WeirPlan   *right;
+	int64		join_lower;		/* us */
+	int64		join_upper;		/* us */
+	bool		left_outer;
+	int		   *sink_side;
+	int		   *sink_index;
+};
 
 extern WeirPlan *weir_definition_plan(Oid source, const char *key,
 									  const char *event_time,
@@ -161,6 +177,10 @@ extern WeirPlan *weir_definition_last_value_plan(Oid source, const char *key,
 												 const char *filter, int64 ttl);
 extern WeirPlan *weir_definition_projection_plan(Oid source, const char *columns,
 												 const char *filter);
+extern WeirPlan *weir_definition_join_plan(Oid left, Oid right, const char *left_key,
+										   const char *right_key, const char *left_time,
+										   const char *right_time, const char *columns,
+										   int64 lower, int64 upper, bool left_outer);
 extern int64 weir_interval_usecs(Interval *interval, const char *what);
 extern void weir_definition_windowing(Datum windowing, WeirWindowing *out);
 

@@ -71,14 +71,14 @@ state_of(WeirKeyed *k, WeirWindow *w)
 static inline int64
 entry_image_bytes(WeirKeyed *k, WeirWindow *w)
 {
-	return sizeof(uint32) + w->keylen + k->plan->state_size;
+	return sizeof(uint32) + w->keylen + k->state_size;
 }
 
 /* Whether state a is newer than b: later t, then partition, then position. */
 static bool
 newer(WeirKeyed *k, const WeirKeyedState *a, const WeirKeyedState *b)
 {
-	if (a->t != b->t || k->plan->state_size < sizeof(WeirKeyedState))
+	if (a->t != b->t || k->state_size < sizeof(WeirKeyedState))
 		return a->t > b->t;
 	if (a->part != b->part)
 		return a->part > b->part;
@@ -121,16 +121,23 @@ push_dirty(WeirKeyed *k, dsa_pointer dp)
 }
 
 WeirKeyed *
-weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int64 retention,
-				  bool keep_removed, MemoryContext parent)
+weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int space,
+				  Size state_size, int64 retention, bool keep_removed,
+				  MemoryContext parent)
 {
 	MemoryContext cxt = AllocSetContextCreate(parent, "weir keyed state",
 											  ALLOCSET_DEFAULT_SIZES);
 	WeirKeyed  *k = MemoryContextAllocZero(cxt, sizeof(WeirKeyed));
 	HASHCTL		ctl;
 
+	/* the store sizes entries by the plan's state */
+	if (state_size > store->root->state_size)
+		elog(ERROR, "keyed state of %zu bytes does not fit entries of %u",
+			 state_size, store->root->state_size);
 	k->cxt = cxt;
 	k->plan = plan;
+	k->space = space;
+	k->state_size = state_size;
 	k->store = store;
 	k->retention = retention;
 	k->bucket_width = Max(retention / 8, 1000);
@@ -157,7 +164,7 @@ dsa_pointer
 weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, TimestampTz t,
 				 bool *created)
 {
-	dsa_pointer dp = weir_window_entry_find(k->store, key, keylen, true, created);
+	dsa_pointer dp = weir_window_entry_find(k->store, k->space, key, keylen, true, created);
 	WeirWindow *w;
 	WeirKeyedState *s;
 
@@ -166,8 +173,6 @@ weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, TimestampTz t,
 	w = weir_window_at(k->store, dp);
 	s = state_of(k, w);
 	s->t = t;
-	if (k->plan->state_size >= sizeof(WeirKeyedState))
-		s->pending = -1;
 	k->live_bytes += entry_image_bytes(k, w);
 	if (k->retention > 0)
 		link_expiry(k, dp, t + k->retention);
@@ -233,6 +238,8 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 					k->removed = lappend(k->removed, weir_make_bytea(w->data, w->keylen));
 					MemoryContextSwitchTo(oldcxt);
 				}
+				if (k->remove_hook)
+					k->remove_hook(k->hook_arg, k, dp);
 				k->live_bytes -= entry_image_bytes(k, w);
 				weir_window_entry_remove(k->store, dp);
 				removed++;
@@ -243,6 +250,56 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 	list_free(due);
 	if (removed > 0)
 		weir_window_entry_shrink(k->store);
+	return removed;
+}
+
+/*
+ * Expire exactly: besides the due buckets, look at each entry of the next
+ * one (the bucket the watermark is in), so that no entry with t +
+ * retention at or below the watermark stays unless it changed since the
+ * last checkpoint.  A join needs this before a checkpoint: a restore skips
+ * such entries, so they must have been drained.
+ */
+int64
+weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
+{
+	int64		removed;
+	TimestampTz key;
+	ExpiryBucket *bucket;
+	dsa_pointer dp;
+	dsa_pointer keep = InvalidDsaPointer;
+
+	if (k->retention == 0 || TIMESTAMP_NOT_FINITE(watermark))
+		return 0;
+	removed = weir_keyed_expire(k, watermark);
+	key = ceil_to(watermark, k->bucket_width);
+	if (key == watermark)
+		key += k->bucket_width;	/* that one was due, and is gone */
+	bucket = hash_search(k->buckets, &key, HASH_FIND, NULL);
+	if (bucket == NULL)
+		return removed;
+	dp = bucket->head;
+	while (DsaPointerIsValid(dp))
+	{
+		WeirWindow *w = weir_window_at(k->store, dp);
+		dsa_pointer next = w->next;
+
+		if (state_of(k, w)->t + k->retention <= watermark && !(w->flags & WEIR_WINDOW_DIRTY))
+		{
+			if (k->remove_hook)
+				k->remove_hook(k->hook_arg, k, dp);
+			k->live_bytes -= entry_image_bytes(k, w);
+			weir_window_entry_remove(k->store, dp);
+			removed++;
+		}
+		else
+		{
+			w->next = keep;
+			keep = dp;
+		}
+		dp = next;
+	}
+	bucket->head = keep;
 	return removed;
 }
 
@@ -298,7 +355,9 @@ chunk_add(ChunkBuilder *cb, WeirWindow *w)
 
 	appendBinaryStringInfo(&cb->buf, (char *) &len, sizeof(uint32));
 	appendBinaryStringInfo(&cb->buf, w->data, len);
-	appendBinaryStringInfo(&cb->buf, (char *) s, cb->d->plan->state_size);
+	appendBinaryStringInfo(&cb->buf, (char *) s, cb->d->state_size);
+	if (cb->d->image_hook)
+		cb->d->image_hook(cb->d->hook_arg, cb->d, w, &cb->buf);
 	cb->entries++;
 	if (s->t + cb->d->retention > cb->expires_at)
 		cb->expires_at = s->t + cb->d->retention;
@@ -335,7 +394,8 @@ weir_keyed_collect(WeirKeyed *d, WeirKeyedCollected *out)
 
 		weir_window_iter_init(&iter, d->store);
 		while ((w = weir_window_iter_next(&iter)) != NULL)
-			chunk_add(&cb, w);
+			if (w->start == d->space)	/* a join's other side has its own */
+				chunk_add(&cb, w);
 	}
 	else
 		for (int i = 0; i < d->ndirty; i++)
@@ -360,13 +420,13 @@ weir_keyed_write(WeirKeyed *d, int32 pipeline_id, TimestampTz watermark,
 	{
 		Chunk	   *c = lfirst(lc);
 
-		weir_catalog_write_chunk(pipeline_id, d->next_chunk++, c->expires_at,
+		weir_catalog_write_chunk(pipeline_id, d->space, d->next_chunk++, c->expires_at,
 								 c->entries, c->data);
 	}
 	if (collected->compacted)
 	{
 		collected->deleted_bytes =
-			weir_catalog_delete_chunks(pipeline_id, DT_NOBEGIN, first);
+			weir_catalog_delete_chunks(pipeline_id, d->space, DT_NOBEGIN, first);
 		d->chunk_bytes = collected->bytes;
 	}
 	else
@@ -375,7 +435,7 @@ weir_keyed_write(WeirKeyed *d, int32 pipeline_id, TimestampTz watermark,
 		if (d->retention > 0 && !TIMESTAMP_NOT_FINITE(watermark))
 		{
 			collected->deleted_bytes =
-				weir_catalog_delete_chunks(pipeline_id, watermark, 0);
+				weir_catalog_delete_chunks(pipeline_id, d->space, watermark, 0);
 			d->chunk_bytes -= collected->deleted_bytes;
 		}
 	}
@@ -394,7 +454,7 @@ restore_chunk(void *arg, const char *data, Size len)
 {
 	RestoreState *rs = (RestoreState *) arg;
 	WeirKeyed  *k = rs->k;
-	Size		state_size = k->plan->state_size;
+	Size		state_size = k->state_size;
 	const char *p = data;
 	const char *end = data + len;
 
@@ -412,17 +472,46 @@ restore_chunk(void *arg, const char *data, Size len)
 		if (keylen > PG_UINT16_MAX || end - p < (int64) keylen + (int64) state_size)
 			goto corrupt;
 		memset(&s, 0, sizeof(s));
-		memcpy(&s, p + keylen, state_size);
-		s.pending = -1;
+		memcpy(&s, p + keylen, Min(state_size, sizeof(s)));
+		if (k->plan->op == WEIR_OP_LAST_VALUE)
+			s.pending = -1;		/* no pending row in this process yet */
+		if (k->restore_hook)
+		{
+			/*
+			 * An entry with more than its state (a join's rows): a later
+			 * chunk's version replaces an earlier one's, and an expired one
+			 * is only read past.
+			 */
+			int64		used;
+
+			dp = InvalidDsaPointer;
+			if (k->retention == 0 || TIMESTAMP_NOT_FINITE(rs->watermark) ||
+				s.t + k->retention > rs->watermark)
+			{
+				dp = weir_keyed_enter(k, p, keylen, s.t, &created);
+				if (!DsaPointerIsValid(dp))
+					goto out_of_memory;
+				if (created)
+				{
+					weir_window_at(k->store, dp)->flags = WEIR_WINDOW_EMITTED;
+					k->ndirty--;
+					rs->entries++;
+				}
+			}
+			used = k->restore_hook(k->hook_arg, k, dp, p + keylen,
+								   p + keylen + state_size,
+								   end - (p + keylen + state_size));
+			if (used < 0)
+				goto corrupt;
+			p += keylen + state_size + used;
+			continue;
+		}
 		if (k->retention == 0 || TIMESTAMP_NOT_FINITE(rs->watermark) ||
 			s.t + k->retention > rs->watermark)
 		{
 			dp = weir_keyed_enter(k, p, keylen, s.t, &created);
 			if (!DsaPointerIsValid(dp))
-				ereport(ERROR,
-						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-						 errmsg("checkpoint of the pipeline does not fit in its max_state_memory"),
-						 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
+				goto out_of_memory;
 			if (created)
 			{
 				/* as committed: unchanged since, its row (last value) in the sink */
@@ -438,6 +527,12 @@ restore_chunk(void *arg, const char *data, Size len)
 	return;
 corrupt:
 	rs->corrupt = true;
+	return;
+out_of_memory:
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("checkpoint of the pipeline does not fit in its max_state_memory"),
+			 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 }
 
 /*
@@ -450,7 +545,7 @@ weir_keyed_restore(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 {
 	RestoreState rs = {k, watermark, 0, false};
 
-	(void) weir_catalog_load_chunks(pipeline_id, restore_chunk, &rs, bytes,
+	(void) weir_catalog_load_chunks(pipeline_id, k->space, restore_chunk, &rs, bytes,
 									&k->next_chunk);
 	if (rs.corrupt)
 		ereport(ERROR,

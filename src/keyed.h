@@ -15,6 +15,8 @@
 #ifndef WEIR_KEYED_H
 #define WEIR_KEYED_H
 
+#include "lib/stringinfo.h"
+
 #include "definition.h"
 #include "window.h"
 
@@ -32,9 +34,26 @@ typedef struct WeirKeyedState
 								 * pending rows; -1: none (not checkpointed) */
 } WeirKeyedState;
 
-typedef struct WeirKeyed
+typedef struct WeirKeyed WeirKeyed;
+
+/*
+ * Operators that keep more per key than the fixed state (a join's buffered
+ * rows) add it to the entry's chunk image, and read it back on restore
+ * (returning the bytes consumed, or -1 if they make no sense; dp is
+ * InvalidDsaPointer when the entry has expired and is only read past);
+ * remove_hook runs before an expired entry leaves memory.
+ */
+typedef void (*WeirKeyedImageHook) (void *arg, WeirKeyed *k, WeirWindow *w,
+									StringInfo buf);
+typedef int64 (*WeirKeyedRestoreHook) (void *arg, WeirKeyed *k, dsa_pointer dp,
+									   const char *state, const char *p, Size avail);
+typedef void (*WeirKeyedRemoveHook) (void *arg, WeirKeyed *k, dsa_pointer dp);
+
+struct WeirKeyed
 {
 	WeirPlan   *plan;
+	int			space;			/* a join's side: entries and chunks apart */
+	Size		state_size;		/* fixed state bytes per entry */
 	WeirWindowStore *store;		/* the entries, as windows at start 0 */
 	int64		retention;		/* us of event time after t; 0: forever */
 	int64		bucket_width;	/* us; expiry buckets */
@@ -55,7 +74,12 @@ typedef struct WeirKeyed
 	int64		next_chunk;
 	int64		chunk_bytes;	/* data bytes all chunks hold */
 	int64		live_bytes;		/* data bytes the live entries would take */
-} WeirKeyed;
+
+	void	   *hook_arg;
+	WeirKeyedImageHook image_hook;
+	WeirKeyedRestoreHook restore_hook;
+	WeirKeyedRemoveHook remove_hook;
+};
 
 /* What a checkpoint of the entries writes */
 typedef struct WeirKeyedCollected
@@ -68,13 +92,14 @@ typedef struct WeirKeyedCollected
 } WeirKeyedCollected;
 
 extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
-									int64 retention, bool keep_removed,
-									MemoryContext parent);
+									int space, Size state_size, int64 retention,
+									bool keep_removed, MemoryContext parent);
 extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen,
 									TimestampTz t, bool *created);
 extern WeirKeyedState *weir_keyed_state(WeirKeyed *k, dsa_pointer dp);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
 extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
+extern int64 weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark);
 extern void weir_keyed_collect(WeirKeyed *k, WeirKeyedCollected *out);
 extern void weir_keyed_write(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 							 WeirKeyedCollected *collected);

@@ -57,7 +57,8 @@ weir_last_value_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext par
 	lv->plan = plan;
 	lv->ttl = plan->retention;
 	/* keys that expire lose their sink row: keep them until the checkpoint */
-	lv->keys = weir_keyed_create(plan, store, plan->retention, true, cxt);
+	lv->keys = weir_keyed_create(plan, store, 0, plan->state_size, plan->retention,
+								 true, cxt);
 	lv->pending_cxt = AllocSetContextCreate(cxt, "weir last value pending rows",
 											ALLOCSET_DEFAULT_SIZES);
 	init_pending(lv);
@@ -109,6 +110,8 @@ weir_last_value_apply(WeirLastValue *lv, const char *key, uint32 keylen,
 	if (!DsaPointerIsValid(dp))
 		return false;
 	s = weir_keyed_state(lv->keys, dp);
+	if (created)
+		s->pending = -1;
 	*superseded = !created &&
 		!(t > s->t || (t == s->t && (part > s->part || (part == s->part && pos > s->pos))));
 	if (*superseded)

@@ -447,7 +447,7 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
 		bool		is_topic = weir_topic_lookup(sinkrel) != NULL;
 
 		table_close(sinkrel, AccessShareLock);
-		if (sink == row->source)
+		if (sink == row->source || sink == row->right_source)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("a pipeline cannot write to its own source"),
@@ -607,10 +607,73 @@ weir_create_projection(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
 }
 
+/*
+ * weir.create_join(name, left_source, right_source, left_key, right_key,
+ *		left_time, right_time, lower, upper, kind, columns, out_of_orderness,
+ *		idle_timeout, sink, checkpoint_interval, max_state_memory, start)
+ */
+PG_FUNCTION_INFO_V1(weir_create_join);
+Datum
+weir_create_join(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {11, 12, 13, 14, 15, -1, 16};
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+	Relation	right;
+	Interval   *iv;
+
+	begin_create(fcinfo, &row);
+	row.operator = "join";
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"right_source\" must not be null")));
+	row.right_source = PG_GETARG_OID(2);
+	right = table_open(row.right_source, AccessShareLock);
+	(void) weir_topic_get(right);
+	if (pg_class_aclcheck(row.right_source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read topic \"%s\"", RelationGetRelationName(right)),
+				 errhint("A pipeline reads with its owner's privileges.")));
+	table_close(right, NoLock);
+	if (row.right_source == row.source)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a join needs two different topics"),
+				 errhint("To join a topic with itself, copy it into a second topic with weir.create_projection().")));
+	row.key = text_arg(fcinfo, 3, "left_key", true);
+	row.right_key = text_arg(fcinfo, 4, "right_key", true);
+	row.event_time = text_arg(fcinfo, 5, "left_time", true);
+	row.right_event_time = text_arg(fcinfo, 6, "right_time", true);
+	iv = interval_arg(fcinfo, 7, "lower", true);
+	if (iv)
+		row.join_lower = *iv;
+	iv = interval_arg(fcinfo, 8, "upper", true);
+	if (iv)
+		row.join_upper = *iv;
+	row.join_kind = PG_ARGISNULL(9) ? "inner" : text_arg(fcinfo, 9, "kind", false);
+	if (strcmp(row.join_kind, "inner") != 0 && strcmp(row.join_kind, "left") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("kind must be 'inner' or 'left', not '%s'", row.join_kind)));
+	row.columns = text_arg(fcinfo, 10, "columns", false);
+	row.emit = "final";
+	plan = weir_pipeline_plan(&row);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+}
+
 /* The plan of a catalog row, whatever its kind (the worker's view of it). */
 WeirPlan *
 weir_pipeline_plan(WeirPipelineRow *row)
 {
+	if (strcmp(row->operator, "join") == 0)
+		return weir_definition_join_plan(row->source, row->right_source, row->key,
+										 row->right_key, row->event_time,
+										 row->right_event_time, row->columns,
+										 weir_interval_usecs(&row->join_lower, "lower"),
+										 weir_interval_usecs(&row->join_upper, "upper"),
+										 strcmp(row->join_kind, "left") == 0);
 	if (strcmp(row->operator, "projection") == 0)
 		return weir_definition_projection_plan(row->source, row->columns, row->filter);
 	if (strcmp(row->operator, "last_value") == 0)

@@ -392,14 +392,28 @@ weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
 }
 
 /*
- * Keyed entries (dedup): one entry per key, stored as a window at start 0,
- * which the store does not link anywhere: its `next` is the operator's.
+ * Keyed entries (dedup, last value, join): one entry per key and `space`
+ * (a join's side), stored as a window starting at `space`, which the store
+ * does not link anywhere: its `next` is the operator's.
  */
 dsa_pointer
-weir_window_entry_find(WeirWindowStore *store, const char *key, uint32 keylen,
-				bool create, bool *created)
+weir_window_entry_find(WeirWindowStore *store, int space, const char *key,
+					   uint32 keylen, bool create, bool *created)
 {
-	return find_or_add(store, 0, key, keylen, create, created);
+	return find_or_add(store, (TimestampTz) space, key, keylen, create, created);
+}
+
+/* Memory for an operator's own records, accounted to the store. */
+dsa_pointer
+weir_window_store_alloc(WeirWindowStore *store, Size size)
+{
+	return store_alloc(store, size, 0);
+}
+
+void
+weir_window_store_free(WeirWindowStore *store, dsa_pointer dp, Size size)
+{
+	store_free(store, dp, size);
 }
 
 WeirWindow *

@@ -106,8 +106,11 @@ extern WeirWindow *weir_window_lookup(WeirWindowStore *store, TimestampTz start,
 extern WeirWindow *weir_session_place(WeirWindowStore *store, const char *key,
 									  uint32 keylen, TimestampTz t,
 									  TimestampTz watermark, int64 lateness);
-extern dsa_pointer weir_window_entry_find(WeirWindowStore *store, const char *key,
-								   uint32 keylen, bool create, bool *created);
+extern dsa_pointer weir_window_entry_find(WeirWindowStore *store, int space,
+										  const char *key, uint32 keylen,
+										  bool create, bool *created);
+extern dsa_pointer weir_window_store_alloc(WeirWindowStore *store, Size size);
+extern void weir_window_store_free(WeirWindowStore *store, dsa_pointer dp, Size size);
 extern void weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp);
 extern void weir_window_entry_shrink(WeirWindowStore *store);
 extern WeirWindow *weir_window_at(WeirWindowStore *store, dsa_pointer dp);

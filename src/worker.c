@@ -97,7 +97,7 @@ worker_error_context(void *arg)
 
 	if (w->cur_part >= 0)
 		errcontext("while processing pipeline \"%s\" at topic \"%s\" partition %d position " INT64_FORMAT,
-				   w->row.name, w->source_name, w->cur_part, w->cur_pos);
+				   w->row.name, w->side->source_name, w->cur_part, w->cur_pos);
 	else
 		errcontext("while processing pipeline \"%s\"", w->row.name);
 }
@@ -117,24 +117,21 @@ end_round(void)
 	CommitTransactionCommand();
 }
 
-/* Compile the plan's expressions for evaluation against topic rows. */
+/* Compile a side's expressions for evaluation against its topic's rows. */
 static void
-init_expressions(WeirWorker *w)
+init_side_expressions(WeirSide *side)
 {
-	WeirPlan   *plan = w->plan;
-	MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+	WeirPlan   *plan = side->plan;
 
-	w->estate = CreateExecutorState();
-	w->econtext = GetPerTupleExprContext(w->estate);
-	w->key_exprs = palloc(sizeof(ExprState *) * plan->nkeys);
+	side->key_exprs = palloc(sizeof(ExprState *) * Max(plan->nkeys, 1));
 	for (int i = 0; i < plan->nkeys; i++)
-		w->key_exprs[i] = ExecInitExpr(expression_planner(plan->keys[i].expr), NULL);
-	w->event_time_expr = plan->event_time ?
+		side->key_exprs[i] = ExecInitExpr(expression_planner(plan->keys[i].expr), NULL);
+	side->event_time_expr = plan->event_time ?
 		ExecInitExpr(expression_planner(plan->event_time), NULL) : NULL;
-	w->filter_expr = plan->filter ?
+	side->filter_expr = plan->filter ?
 		ExecInitQual(list_make1(expression_planner(plan->filter)), NULL) : NULL;
-	w->arg_exprs = palloc0(sizeof(ExprState *) * Max(plan->nargs, 1));
-	w->arg_copy_len = palloc0(sizeof(int16) * Max(plan->nargs, 1));
+	side->arg_exprs = palloc0(sizeof(ExprState *) * Max(plan->nargs, 1));
+	side->arg_copy_len = palloc0(sizeof(int16) * Max(plan->nargs, 1));
 	for (int i = 0; i < plan->naggs; i++)
 		for (int j = 0; j < plan->aggs[i].nargs; j++)
 		{
@@ -142,23 +139,39 @@ init_expressions(WeirWorker *w)
 			int16		len;
 			bool		byval;
 
-			w->arg_exprs[n] = ExecInitExpr(expression_planner(plan->aggs[i].args[j]), NULL);
+			side->arg_exprs[n] = ExecInitExpr(expression_planner(plan->aggs[i].args[j]), NULL);
 			/* fast-path arguments are by value; generic ones may not be */
 			get_typlenbyval(exprType((Node *) plan->aggs[i].args[j]), &len, &byval);
 			if (plan->aggs[i].kind == WEIR_AGG_GENERIC && !byval)
-				w->arg_copy_len[n] = len;
+				side->arg_copy_len[n] = len;
 		}
-	/* a dedup's columns are its arguments; by-reference ones are copied */
+	/* columns (dedup, last value, projection, join) are the arguments */
 	for (int i = 0; i < plan->ncolumns; i++)
 	{
-		w->arg_exprs[i] = ExecInitExpr(expression_planner(plan->columns[i].expr), NULL);
+		side->arg_exprs[i] = ExecInitExpr(expression_planner(plan->columns[i].expr), NULL);
 		if (!plan->columns[i].typbyval)
-			w->arg_copy_len[i] = plan->columns[i].typlen;
+			side->arg_copy_len[i] = plan->columns[i].typlen;
+	}
+}
+
+/* Compile the plan's expressions and set up the batch. */
+static void
+init_expressions(WeirWorker *w)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
+
+	w->estate = CreateExecutorState();
+	w->econtext = GetPerTupleExprContext(w->estate);
+	w->batch_stride = 1;
+	for (int s = 0; s < w->nsides; s++)
+	{
+		init_side_expressions(&w->sides[s]);
+		w->batch_stride = Max(w->batch_stride, w->sides[s].plan->nargs);
 	}
 	initStringInfo(&w->batch_keys);
 	w->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS);
-	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * Max(plan->nargs, 1));
-	w->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * Max(plan->nargs, 1));
+	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * w->batch_stride);
+	w->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * w->batch_stride);
 	w->batch_cxt = AllocSetContextCreate(w->cxt, "weir batch", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -191,6 +204,7 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 	MemoryContext oldcxt = MemoryContextSwitchTo(w->cxt);
 	WeirDeadLetter *d = palloc(sizeof(WeirDeadLetter));
 
+	d->source = w->side->source;
 	d->part = part;
 	d->position = r->position;
 	d->error = pstrdup(r->error);
@@ -221,11 +235,12 @@ static void
 eval_row(void *arg, TupleTableSlot *slot, int64 position)
 {
 	WeirWorker *w = (WeirWorker *) arg;
-	WeirPlan   *plan = w->plan;
+	WeirSide   *side = w->side;
+	WeirPlan   *plan = side->plan;
 	ExprContext *econtext = w->econtext;
 	WeirEvalRow *r = &w->batch[w->nbatch];
-	Datum	   *values = &w->batch_values[w->nbatch * plan->nargs];
-	bool	   *nulls = &w->batch_nulls[w->nbatch * plan->nargs];
+	Datum	   *values = &w->batch_values[w->nbatch * w->batch_stride];
+	bool	   *nulls = &w->batch_nulls[w->nbatch * w->batch_stride];
 	bool		isnull;
 
 	w->cur_pos = position;
@@ -235,15 +250,15 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	r->keylen = 0;
 	w->nbatch++;
 	econtext->ecxt_scantuple = slot;
-	if (w->event_time_expr == NULL)
+	if (side->event_time_expr == NULL)
 	{
 		/* a projection has no event time: every record passes, none is late */
 		r->t = 0;
 		isnull = false;
 	}
 	else
-		r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(w->event_time_expr, econtext, &isnull));
-	if (w->filter_expr && !ExecQual(w->filter_expr, econtext))
+		r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(side->event_time_expr, econtext, &isnull));
+	if (side->filter_expr && !ExecQual(side->filter_expr, econtext))
 	{
 		/* not processed, but its time still moves the partition's watermark */
 		r->kind = WEIR_ROW_FILTERED;
@@ -258,7 +273,7 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	}
 	for (int i = 0; i < plan->nkeys; i++)
 	{
-		Datum		v = ExecEvalExprSwitchContext(w->key_exprs[i], econtext, &isnull);
+		Datum		v = ExecEvalExprSwitchContext(side->key_exprs[i], econtext, &isnull);
 
 		if (isnull)
 		{
@@ -272,14 +287,14 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 	r->keylen = w->batch_keys.len - r->keyoff;
 	for (int i = 0; i < plan->nargs; i++)
 	{
-		Datum		v = ExecEvalExprSwitchContext(w->arg_exprs[i], econtext, &nulls[i]);
+		Datum		v = ExecEvalExprSwitchContext(side->arg_exprs[i], econtext, &nulls[i]);
 
 		/* by-reference arguments must outlive this row: copy them */
-		if (w->arg_copy_len[i] != 0 && !nulls[i])
+		if (side->arg_copy_len[i] != 0 && !nulls[i])
 		{
 			MemoryContext oldcxt = MemoryContextSwitchTo(w->batch_cxt);
 
-			v = datumCopy(v, false, w->arg_copy_len[i]);
+			v = datumCopy(v, false, side->arg_copy_len[i]);
 			MemoryContextSwitchTo(oldcxt);
 		}
 		values[i] = v;
@@ -364,7 +379,6 @@ record_late(WeirWorker *w, int32 part, WeirEvalRow *r)
 static void
 apply_dedup_batch(WeirWorker *w, int32 part)
 {
-	WeirPlan   *plan = w->plan;
 	int64		dropped = 0;
 
 	w->records_since += w->nbatch;
@@ -379,8 +393,8 @@ apply_dedup_batch(WeirWorker *w, int32 part)
 			add_dead_letter(w, part, r);
 			continue;
 		}
-		if (r->t > w->max_event_time[part] && w->event_time_expr)
-			w->max_event_time[part] = r->t;
+		if (r->t > w->max_event_time[w->side->first + part] && w->side->event_time_expr)
+			w->max_event_time[w->side->first + part] = r->t;
 		if (r->kind == WEIR_ROW_FILTERED)
 			continue;
 		if (weir_dedup_is_late(w->dedup, r->t, w->watermark))
@@ -389,8 +403,8 @@ apply_dedup_batch(WeirWorker *w, int32 part)
 			continue;
 		}
 		if (!weir_dedup_apply(w->dedup, w->batch_keys.data + r->keyoff, r->keylen, r->t,
-							  &w->batch_values[b * plan->nargs],
-							  &w->batch_nulls[b * plan->nargs], &duplicate))
+							  &w->batch_values[b * w->batch_stride],
+							  &w->batch_nulls[b * w->batch_stride], &duplicate))
 			break;				/* out of state memory: the caller stops */
 		if (duplicate)
 			dropped++;
@@ -402,7 +416,6 @@ apply_dedup_batch(WeirWorker *w, int32 part)
 static void
 apply_last_value_batch(WeirWorker *w, int32 part)
 {
-	WeirPlan   *plan = w->plan;
 	int64		superseded_rows = 0;
 
 	w->records_since += w->nbatch;
@@ -417,8 +430,8 @@ apply_last_value_batch(WeirWorker *w, int32 part)
 			add_dead_letter(w, part, r);
 			continue;
 		}
-		if (r->t > w->max_event_time[part])
-			w->max_event_time[part] = r->t;
+		if (r->t > w->max_event_time[w->side->first + part])
+			w->max_event_time[w->side->first + part] = r->t;
 		if (r->kind == WEIR_ROW_FILTERED)
 			continue;
 		if (weir_last_value_is_late(w->last_value, r->t, w->watermark))
@@ -428,13 +441,50 @@ apply_last_value_batch(WeirWorker *w, int32 part)
 		}
 		if (!weir_last_value_apply(w->last_value, w->batch_keys.data + r->keyoff, r->keylen,
 								   r->t, part, r->position,
-								   &w->batch_values[b * plan->nargs],
-								   &w->batch_nulls[b * plan->nargs], &superseded))
+								   &w->batch_values[b * w->batch_stride],
+								   &w->batch_nulls[b * w->batch_stride], &superseded))
 			break;				/* out of state memory: the caller stops */
 		if (superseded)
 			superseded_rows++;
 	}
 	pg_atomic_fetch_add_u64(&w->slot->records_dropped, superseded_rows);
+}
+
+/* Apply an evaluated batch of partition `part` of the current side to a join. */
+static void
+apply_join_batch(WeirWorker *w, int32 part)
+{
+	int			side = w->side - w->sides;
+	int32		index = w->side->first + part;
+
+	w->records_since += w->nbatch;
+	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
+	for (int b = 0; b < w->nbatch; b++)
+	{
+		WeirEvalRow *r = &w->batch[b];
+		int64		matches;
+
+		if (r->kind == WEIR_ROW_DEAD)
+		{
+			add_dead_letter(w, part, r);
+			continue;
+		}
+		if (r->t > w->max_event_time[index])
+			w->max_event_time[index] = r->t;
+		if (r->kind == WEIR_ROW_FILTERED)
+			continue;
+		if (weir_join_is_late(w->join, r->t, w->watermark))
+		{
+			record_late(w, part, r);
+			continue;
+		}
+		if (!weir_join_apply(w->join, side, w->batch_keys.data + r->keyoff, r->keylen,
+							 r->t, part, r->position,
+							 &w->batch_values[b * w->batch_stride],
+							 &w->batch_nulls[b * w->batch_stride], w->watermark,
+							 &matches))
+			break;				/* out of state memory: the caller stops */
+	}
 }
 
 /* Apply an evaluated batch of partition `part` to window state. */
@@ -451,15 +501,15 @@ apply_batch(WeirWorker *w, int32 part)
 	{
 		WeirEvalRow *r = &w->batch[b];
 		const char *key = w->batch_keys.data + r->keyoff;
-		Datum	   *values = &w->batch_values[b * plan->nargs];
-		bool	   *nulls = &w->batch_nulls[b * plan->nargs];
+		Datum	   *values = &w->batch_values[b * w->batch_stride];
+		bool	   *nulls = &w->batch_nulls[b * w->batch_stride];
 		bool		placed = false;
 		int			nstarts = 0;
 
 		if (r->kind == WEIR_ROW_FILTERED)
 		{
-			if (r->t > w->max_event_time[part])
-				w->max_event_time[part] = r->t;
+			if (r->t > w->max_event_time[w->side->first + part])
+				w->max_event_time[w->side->first + part] = r->t;
 			continue;
 		}
 		if (r->kind == WEIR_ROW_DEAD)
@@ -467,8 +517,8 @@ apply_batch(WeirWorker *w, int32 part)
 			add_dead_letter(w, part, r);
 			continue;
 		}
-		if (r->t > w->max_event_time[part])
-			w->max_event_time[part] = r->t;
+		if (r->t > w->max_event_time[w->side->first + part])
+			w->max_event_time[w->side->first + part] = r->t;
 
 		if (plan->windowing.kind == WEIR_WINDOW_SESSION)
 		{
@@ -521,7 +571,8 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	int64		start = w->pos[part];
+	int32		index = w->side->first + part;	/* in the worker's arrays */
+	int64		start = w->pos[index];
 	int64		last = start;
 	volatile bool failed = false;
 
@@ -565,6 +616,8 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 		apply_dedup_batch(w, part);
 	else if (w->last_value)
 		apply_last_value_batch(w, part);
+	else if (w->join)
+		apply_join_batch(w, part);
 	else
 		apply_batch(w, part);
 	MemoryContextSwitchTo(oldcxt);
@@ -572,7 +625,7 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	w->cur_part = -1;
 	if (w->store->out_of_memory)
 		stop_out_of_memory(w);
-	w->pos[part] = last;
+	w->pos[index] = last;
 	return w->nbatch;
 }
 
@@ -611,37 +664,52 @@ advance_watermark(WeirWorker *w, TimestampTz now)
 static int64
 read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_up)
 {
-	Relation	rel = table_open(w->row.source, AccessShareLock);
-	WeirTopic  *topic = weir_topic_get(rel);
+	Relation	rels[2];
 	int64	   *bounds = palloc(sizeof(int64) * w->partitions);
 	Snapshot	snapshot;
 	int64		total = 0;
 
-	for (int p = 0; p < w->partitions; p++)
+	for (int s = 0; s < w->nsides; s++)
 	{
-		WeirPartitionInfo info;
+		WeirSide   *side = &w->sides[s];
+		WeirTopic  *topic;
 
-		weir_partition_info(weir_topic_partition_slotno(topic, rel, p), &info);
-		bounds[p] = info.stable_bound;
+		rels[s] = table_open(side->source, AccessShareLock);
+		topic = weir_topic_get(rels[s]);
+		for (int p = 0; p < side->partitions; p++)
+		{
+			WeirPartitionInfo info;
+
+			weir_partition_info(weir_topic_partition_slotno(topic, rels[s], p), &info);
+			bounds[side->first + p] = info.stable_bound;
+		}
 	}
 	/* the snapshot comes after every bound: see partition.c */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	*lag = 0;
 	*caught_up = true;
-	for (int p = 0; p < w->partitions; p++)
+	for (int s = 0; s < w->nsides; s++)
 	{
-		int64		got;
+		WeirSide   *side = &w->sides[s];
 
-		got = read_partition(w, rel, p, bounds[p], snapshot);
-		if (got > 0)
-			w->last_data_at[p] = now;
-		if (got == WEIR_BATCH_ROWS)
-			*caught_up = false;
-		total += got;
-		*lag += Max(bounds[p] - 1 - w->pos[p], 0);
+		w->side = side;
+		for (int p = 0; p < side->partitions; p++)
+		{
+			int32		i = side->first + p;
+			int64		got;
+
+			got = read_partition(w, rels[s], p, bounds[i], snapshot);
+			if (got > 0)
+				w->last_data_at[i] = now;
+			if (got == WEIR_BATCH_ROWS)
+				*caught_up = false;
+			total += got;
+			*lag += Max(bounds[i] - 1 - w->pos[i], 0);
+		}
 	}
 	UnregisterSnapshot(snapshot);
-	table_close(rel, AccessShareLock);
+	for (int s = 0; s < w->nsides; s++)
+		table_close(rels[s], AccessShareLock);
 	pfree(bounds);
 	return total;
 }
@@ -733,6 +801,13 @@ run(WeirWorker *w)
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 		if (w->dedup && w->dedup->ids)
 			(void) weir_keyed_expire(w->dedup->ids, w->watermark);	/* chunks follow */
+		else if (w->join)
+		{
+			/* left outer: rows leaving without a match owe the sink a row */
+			weir_join_expire(w->join, w->watermark);
+			if (w->join->pending[0].n > 0)
+				w->changed = true;
+		}
 		else if (w->last_value)
 		{
 			/* expired keys owe the sink a deletion */
@@ -769,6 +844,8 @@ run(WeirWorker *w)
 			weir_window_forget_retired(w->store);
 			if (w->dedup)
 				weir_dedup_forget_pending(w->dedup);
+			if (w->join)
+				weir_join_forget_pending(w->join);
 			if (w->last_value)
 			{
 				weir_last_value_forget_pending(w->last_value);
@@ -843,11 +920,28 @@ setup(int32 id)
 	(void) set_config_option("search_path", w->row.search_path, PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	w->plan = weir_pipeline_plan(&w->row);
-	rel = table_open(w->row.source, AccessShareLock);
-	w->partitions = weir_topic_get(rel)->partitions;
-	w->source_name = pstrdup(RelationGetRelationName(rel));
+	/* the sources: a join's left and right, every other kind's one */
+	w->nsides = w->plan->op == WEIR_OP_JOIN ? 2 : 1;
+	w->partitions = 0;
+	for (int s = 0; s < w->nsides; s++)
+	{
+		WeirSide   *side = &w->sides[s];
+
+		side->plan = s == 0 ? w->plan : w->plan->right;
+		side->source = s == 0 ? w->row.source : w->row.right_source;
+		if (s > 0 && pg_class_aclcheck(side->source, w->row.owner, ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("owner of pipeline \"%s\" may no longer read its source", w->row.name)));
+		rel = table_open(side->source, AccessShareLock);
+		side->partitions = weir_topic_get(rel)->partitions;
+		side->source_name = pstrdup(RelationGetRelationName(rel));
+		side->first = w->partitions;
+		w->partitions += side->partitions;
+		table_close(rel, AccessShareLock);
+	}
+	w->side = &w->sides[0];
 	w->cur_part = -1;
-	table_close(rel, AccessShareLock);
 
 	w->out_of_orderness = weir_interval_usecs(&w->row.out_of_orderness, "out_of_orderness");
 	w->lateness = weir_interval_usecs(&w->row.allowed_lateness, "allowed_lateness");
@@ -871,6 +965,8 @@ setup(int32 id)
 		w->dedup = weir_dedup_create(w->plan, w->store, cxt);
 	else if (w->plan->op == WEIR_OP_LAST_VALUE)
 		w->last_value = weir_last_value_create(w->plan, w->store, cxt);
+	else if (w->plan->op == WEIR_OP_JOIN)
+		w->join = weir_join_create(w->plan, w->store, cxt);
 	init_expressions(w);
 	end_round();
 	MemoryContextSwitchTo(cxt);

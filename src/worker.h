@@ -19,6 +19,7 @@
 
 #include "catalog_pipeline.h"
 #include "dedup.h"
+#include "join.h"
 #include "lastvalue.h"
 #include "definition.h"
 #include "shmem.h"
@@ -27,6 +28,7 @@
 /* A record that could not be processed, written at the next checkpoint */
 typedef struct WeirDeadLetter
 {
+	Oid			source;
 	int32		part;
 	int64		position;
 	char	   *error;
@@ -52,14 +54,38 @@ typedef struct WeirEvalRow
 	char	   *record;			/* DEAD: the row as JSON */
 } WeirEvalRow;
 
+/*
+ * A source and how its rows are evaluated.  A join has two (left, right);
+ * every other kind one.  Partitions of all sources are numbered on in the
+ * worker's arrays (and in weir.pipeline_position): the second source's
+ * partition p is first + p.
+ */
+typedef struct WeirSide
+{
+	WeirPlan   *plan;			/* this source's keys, event time, columns */
+	Oid			source;
+	char	   *source_name;	/* for error context */
+	int32		partitions;
+	int32		first;
+	ExprState **key_exprs;
+	ExprState  *event_time_expr;	/* NULL: none (projection) */
+	ExprState  *filter_expr;
+	ExprState **arg_exprs;		/* [plan->nargs]: every aggregate's arguments,
+								 * or the columns */
+	int16	   *arg_copy_len;	/* [plan->nargs]: typlen of by-reference
+								 * arguments to copy; 0: none */
+} WeirSide;
+
 typedef struct WeirWorker
 {
 	WeirPipelineRow row;
 	WeirPlan   *plan;
 	WeirPipelineSlot *slot;
 	MemoryContext cxt;			/* worker lifetime */
-	int32		partitions;
-	char	   *source_name;	/* for error context */
+	int32		partitions;		/* of all sources */
+	int			nsides;
+	WeirSide	sides[2];
+	WeirSide   *side;			/* being read */
 	int32		cur_part;		/* being read, for error context; -1: none */
 	int64		cur_pos;
 
@@ -79,18 +105,14 @@ typedef struct WeirWorker
 	WeirWindowStore *store;
 	WeirDedup  *dedup;			/* WEIR_OP_DEDUP: the ids, over `store` */
 	WeirLastValue *last_value;	/* WEIR_OP_LAST_VALUE: the keys, over `store` */
+	WeirJoin   *join;			/* WEIR_OP_JOIN: both sides' rows, over `store` */
 	dsa_area   *area;			/* the pipeline's state, in DSA */
 	int64		local_bytes;	/* generic-aggregate states in this process */
 
-	/* expression evaluation against a slot of the topic table */
+	/* expression evaluation against a slot of a topic table */
 	EState	   *estate;
 	ExprContext *econtext;
-	ExprState **key_exprs;
-	ExprState  *event_time_expr;
-	ExprState  *filter_expr;
-	ExprState **arg_exprs;		/* [plan->nargs]: every aggregate's arguments */
-	int16	   *arg_copy_len;	/* [plan->nargs]: typlen of by-reference
-								 * arguments to copy (generic path); 0: none */
+	int			batch_stride;	/* evaluated arguments per row: max over sides */
 
 	/* a batch of one partition, evaluated before it touches state */
 	WeirEvalRow *batch;			/* [WEIR_BATCH_ROWS] */

@@ -1,0 +1,132 @@
+-- Interval join of two topics: rows with equal keys and
+-- l.t BETWEEN r.t - lower AND r.t + upper, inner and left outer, checked
+-- against the same join written in SQL.
+SET timezone = 'UTC';
+SELECT weir.create_topic('jn_orders', 'order_id bigint, amount int, ts timestamptz',
+                         partitions => 2, key => 'order_id');
+SELECT weir.create_topic('jn_shipments', 'order_id bigint, carrier text, ts timestamptz',
+                         partitions => 3, key => 'order_id');
+
+-- errors
+SELECT weir.create_join('bad', 'jn_orders', 'jn_orders', left_key => 'order_id',
+                        right_key => 'order_id', left_time => 'ts', right_time => 'ts');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
+                        right_key => 'carrier', left_time => 'ts', right_time => 'ts');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
+                        right_key => 'order_id, carrier', left_time => 'ts', right_time => 'ts');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
+                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
+                        columns => 'l.order_id, r.ts - l.ts AS delay');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
+                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
+                        kind => 'full');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
+                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
+                        lower => '-1 minute');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
+                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
+                        columns => 'l.order_id, x.carrier');
+\echo :LAST_ERROR_SQLSTATE
+
+-- shipments in the hour after their order: l.t BETWEEN r.t - 1 hour AND r.t
+SELECT weir.create_join('shipped', 'jn_orders', 'jn_shipments',
+                        left_key => 'order_id', right_key => 'order_id',
+                        left_time => 'ts', right_time => 'ts',
+                        lower => '1 hour', upper => '0',
+                        columns => 'l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS shipped_at',
+                        out_of_orderness => '2 hours') > 0 AS created;
+\d shipped
+SELECT weir.create_join('all_orders', 'jn_orders', 'jn_shipments',
+                        left_key => 'order_id', right_key => 'order_id',
+                        left_time => 'ts', right_time => 'ts',
+                        lower => '1 hour', upper => '0', kind => 'left',
+                        out_of_orderness => '2 hours') > 0 AS created;
+\d all_orders
+
+-- 40 orders, a minute apart; shipments: none, one, two, too late, too early
+INSERT INTO jn_orders (order_id, amount, ts)
+SELECT i, i * 10, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 minute'
+  FROM generate_series(1, 40) i;
+INSERT INTO jn_shipments (order_id, carrier, ts)
+SELECT i, CASE i % 5 WHEN 1 THEN 'dhl' WHEN 2 THEN 'ups' WHEN 3 THEN 'late' ELSE 'early' END,
+       '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 minute'
+       + CASE i % 5 WHEN 1 THEN interval '10 minutes' WHEN 2 THEN interval '59 minutes'
+                    WHEN 3 THEN interval '61 minutes' ELSE interval '-1 minute' END
+  FROM generate_series(1, 40) i WHERE i % 5 <> 0;
+SELECT weir.checkpoint('shipped') > 0 AS checkpointed;
+-- a restart in the middle: the buffered rows come back from the chunks
+SELECT weir.stop('shipped');
+DO $$
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'shipped' AND worker_pid IS NULL);
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+SELECT weir.start('shipped');
+-- a second shipment for the orders with 'dhl', at the edge of the hour
+INSERT INTO jn_shipments (order_id, carrier, ts)
+SELECT i, 'second', '2026-01-01 01:00:00+00'::timestamptz + i * interval '1 minute'
+  FROM generate_series(1, 40) i WHERE i % 5 = 1;
+-- far ahead on every partition of both topics: every buffered row leaves
+INSERT INTO jn_orders (part, order_id, amount, ts)
+SELECT p, 1000 + p, 0, '2026-01-02 00:00:00+00' FROM generate_series(0, 1) p;
+INSERT INTO jn_shipments (part, order_id, carrier, ts)
+SELECT p, 2000 + p, 'x', '2026-01-02 00:00:00+00' FROM generate_series(0, 2) p;
+SELECT weir.checkpoint('shipped') > 0 AS checkpointed;
+SELECT weir.checkpoint('all_orders') > 0 AS checkpointed;
+
+CREATE VIEW shipped_oracle AS
+SELECT l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS shipped_at
+  FROM jn_orders l JOIN jn_shipments r
+    ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+ WHERE l.order_id < 1000;
+SELECT (SELECT count(*) FROM shipped) AS sink_rows,
+       (SELECT count(*) FROM (SELECT * FROM shipped_oracle EXCEPT ALL SELECT * FROM shipped) x) AS missing,
+       (SELECT count(*) FROM (SELECT * FROM shipped EXCEPT ALL SELECT * FROM shipped_oracle) x) AS extra;
+SELECT carrier, count(*) FROM shipped GROUP BY carrier ORDER BY carrier;
+
+-- left outer: every order, with its shipments or once with nulls
+SELECT (SELECT count(*) FROM all_orders WHERE order_id < 1000) AS sink_rows,
+       (SELECT count(*) FROM (
+          SELECT l.order_id, l.amount, l.ts, r.order_id, r.carrier, r.ts
+            FROM jn_orders l LEFT JOIN jn_shipments r
+              ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+           WHERE l.order_id < 1000
+          EXCEPT ALL SELECT order_id, amount, ts, right_order_id, carrier, right_ts
+                       FROM all_orders WHERE order_id < 1000) x) AS missing,
+       (SELECT count(*) FROM (
+          SELECT order_id, amount, ts, right_order_id, carrier, right_ts FROM all_orders
+           WHERE order_id < 1000
+          EXCEPT ALL
+          SELECT l.order_id, l.amount, l.ts, r.order_id, r.carrier, r.ts
+            FROM jn_orders l LEFT JOIN jn_shipments r
+              ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+           WHERE l.order_id < 1000) x) AS extra,
+       (SELECT count(*) FROM all_orders WHERE carrier IS NULL AND order_id < 1000) AS unmatched;
+
+SELECT name, operator, records_in, records_late, retention
+  FROM weir.pipelines WHERE name IN ('shipped', 'all_orders') ORDER BY name;
+SELECT count(*) AS positions FROM weir.pipeline_position pp JOIN weir.pipeline p ON p.id = pp.pipeline_id
+ WHERE p.name = 'shipped';
+-- a row behind the watermark is late
+INSERT INTO jn_shipments (order_id, carrier, ts) VALUES (7, 'late', '2026-01-01 00:30:00+00');
+SELECT weir.checkpoint('shipped') > 0 AS checkpointed;
+SELECT records_late FROM weir.pipelines WHERE name = 'shipped';
+
+-- a topic in a join cannot be dropped
+SELECT weir.drop_topic('jn_shipments');
+\echo :LAST_ERROR_SQLSTATE
+
+SELECT weir.drop_pipeline('shipped');
+SELECT weir.drop_pipeline('all_orders');
+DROP VIEW shipped_oracle;
+DROP TABLE shipped, all_orders;
+SELECT weir.drop_topic('jn_shipments');
+SELECT weir.drop_topic('jn_orders');

@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * join.h
+ *	  Interval join of two topics: both sides' rows buffered per key in the
+ *	  pipeline's DSA area (over keyed.h), until no match is possible.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/join.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_JOIN_H
+#define WEIR_JOIN_H
+
+#include "columns.h"
+#include "keyed.h"
+
+/* A key's entry state (keyed.c reads t, which must come first) */
+typedef struct JoinKeyState
+{
+	TimestampTz t;				/* the latest row's time */
+	dsa_pointer rows;			/* newest first */
+	int64		nrows;
+} JoinKeyState;
+
+typedef struct WeirJoin
+{
+	WeirPlan   *plan;			/* the left side's; plan->right the right's */
+	WeirWindowStore *store;
+	WeirKeyed  *sides[2];		/* per side: one entry per key, its rows */
+	int64		bound[2];		/* a row can match until t + bound[side] */
+	TimestampTz watermark;		/* as of the last apply or drain */
+
+	/* joined rows since the last checkpoint: the sink's next rows */
+	MemoryContext pending_cxt;
+	WeirColumn *pending;		/* [plan->nsinkcols] */
+	WeirColumn *column_types;
+} WeirJoin;
+
+extern WeirJoin *weir_join_create(WeirPlan *plan, WeirWindowStore *store,
+								  MemoryContext parent);
+extern bool weir_join_is_late(WeirJoin *j, TimestampTz t, TimestampTz watermark);
+extern bool weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen,
+							TimestampTz t, int32 part, int64 pos, Datum *values,
+							bool *nulls, TimestampTz watermark, int64 *matches);
+extern void weir_join_expire(WeirJoin *j, TimestampTz watermark);
+extern void weir_join_drain(WeirJoin *j, TimestampTz watermark);
+extern void weir_join_forget_pending(WeirJoin *j);
+
+#endif							/* WEIR_JOIN_H */
