@@ -148,6 +148,9 @@ weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int space,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	k->dirty_cap = 1024;
 	k->dirty = MemoryContextAlloc(cxt, sizeof(dsa_pointer) * k->dirty_cap);
+	k->held_cap = 64;
+	k->held = MemoryContextAlloc(cxt, sizeof(dsa_pointer) * k->held_cap);
+	k->watermark = DT_NOBEGIN;
 	k->keep_removed = keep_removed;
 	k->removed_cxt = AllocSetContextCreate(cxt, "weir keyed removed",
 										   ALLOCSET_DEFAULT_SIZES);
@@ -208,6 +211,7 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 
 	if (k->retention == 0 || TIMESTAMP_NOT_FINITE(watermark))
 		return 0;
+	k->watermark = watermark;
 	hash_seq_init(&status, k->buckets);
 	while ((b = hash_seq_search(&status)) != NULL)
 		if (b->due <= watermark)
@@ -228,7 +232,15 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 			if (expires > watermark)
 				link_expiry(k, dp, expires);	/* changed since */
 			else if (w->flags & WEIR_WINDOW_DIRTY)
-				link_expiry(k, dp, watermark + 1);	/* after the checkpoint */
+			{
+				/* held out of the buckets until the next checkpoint */
+				if (k->nheld == k->held_cap)
+				{
+					k->held_cap *= 2;
+					k->held = repalloc_huge(k->held, sizeof(dsa_pointer) * k->held_cap);
+				}
+				k->held[k->nheld++] = dp;
+			}
 			else
 			{
 				if (k->keep_removed)
@@ -300,6 +312,46 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 		dp = next;
 	}
 	bucket->head = keep;
+	return removed;
+}
+
+/*
+ * After a checkpoint committed: the entries held back because they had
+ * changed go now if they are still expired, or back into a bucket.
+ * Returns how many went.  The caller holds the slot's lock.
+ */
+int64
+weir_keyed_after_checkpoint(WeirKeyed *k)
+{
+	int64		removed = 0;
+
+	for (int i = 0; i < k->nheld; i++)
+	{
+		dsa_pointer dp = k->held[i];
+		WeirWindow *w = weir_window_at(k->store, dp);
+		TimestampTz expires = state_of(k, w)->t + k->retention;
+
+		if (expires <= k->watermark && !(w->flags & WEIR_WINDOW_DIRTY))
+		{
+			if (k->remove_hook)
+				k->remove_hook(k->hook_arg, k, dp);
+			if (k->keep_removed)
+			{
+				MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
+
+				k->removed = lappend(k->removed, weir_make_bytea(w->data, w->keylen));
+				MemoryContextSwitchTo(oldcxt);
+			}
+			k->live_bytes -= entry_image_bytes(k, w);
+			weir_window_entry_remove(k->store, dp);
+			removed++;
+		}
+		else
+			link_expiry(k, dp, Max(expires, k->watermark + 1));
+	}
+	k->nheld = 0;
+	if (removed > 0)
+		weir_window_entry_shrink(k->store);
 	return removed;
 }
 

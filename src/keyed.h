@@ -65,6 +65,12 @@ struct WeirKeyed
 	int			ndirty;
 	int			dirty_cap;
 
+	/* entries expired while changed since the last checkpoint: go after it */
+	dsa_pointer *held;
+	int			nheld;
+	int			held_cap;
+	TimestampTz watermark;		/* of the last expiry */
+
 	/* entries that expired since the last checkpoint, when kept (last value) */
 	bool		keep_removed;
 	List	   *removed;		/* bytea key images */
@@ -104,6 +110,7 @@ extern void weir_keyed_collect(WeirKeyed *k, WeirKeyedCollected *out);
 extern void weir_keyed_write(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 							 WeirKeyedCollected *collected);
 extern void weir_keyed_forget_removed(WeirKeyed *k);
+extern int64 weir_keyed_after_checkpoint(WeirKeyed *k);
 extern int64 weir_keyed_restore(WeirKeyed *k, int32 pipeline_id,
 								TimestampTz watermark, int64 *bytes);
 

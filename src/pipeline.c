@@ -41,6 +41,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog_pipeline.h"
+#include "clock.h"
 #include "definition.h"
 #include "shmem.h"
 #include "topic.h"
@@ -897,8 +898,11 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		int64		state_bytes;
 		int64		lag;
 		int32		holder;
+		Oid			holder_source;
 		TimestampTz holder_data_at;
 		bool		holder_has_time;
+		TimestampTz latest_data_at;
+		bool		has_idle_timeout;
 
 		SpinLockAcquire(&p->mutex);
 		id = p->dboid == MyDatabaseId ? p->pipeline_id : 0;
@@ -910,8 +914,11 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		state_bytes = p->state_bytes;
 		lag = p->lag_rows;
 		holder = p->watermark_holder;
+		holder_source = p->holder_source;
 		holder_data_at = p->holder_data_at;
 		holder_has_time = p->holder_has_time;
+		latest_data_at = p->latest_data_at;
+		has_idle_timeout = p->has_idle_timeout;
 		SpinLockRelease(&p->mutex);
 		if (id == 0 || pid == 0)
 			continue;
@@ -934,13 +941,23 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dead));
 		values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dropped));
 		nulls[13] = true;
-		if (holder >= 0 && GetCurrentTimestamp() - holder_data_at > WATERMARK_STALL_USECS)
+		/*
+		 * Say plainly why state that waits for the watermark stays: a
+		 * partition has been silent for a while, others had data after it,
+		 * and it holds the watermark back.
+		 */
+		if (holder >= 0 && latest_data_at > holder_data_at &&
+			weir_clock_now() - holder_data_at > WATERMARK_STALL_USECS)
 		{
-			/* say plainly why state that waits for the watermark grows */
-			values[13] = CStringGetTextDatum(psprintf(holder_has_time ?
-													  "watermark stalled: partition %d has had no data since %s and holds it back (no idle_timeout); state waiting for the watermark grows" :
-													  "watermark stalled: partition %d has had no data since %s and has shown no event time yet (no idle_timeout); state waiting for the watermark grows",
-													  holder, timestamptz_to_str(holder_data_at)));
+			char	   *topic = get_rel_name(holder_source);
+
+			values[13] = CStringGetTextDatum(psprintf("watermark stalled: partition %d of %s has had no data since %s while others have, and %s (%s); state waiting for the watermark stays, and grows while records arrive",
+													  holder, topic ? quote_identifier(topic) : "?",
+													  timestamptz_to_str(holder_data_at),
+													  holder_has_time ? "holds it back" :
+													  "has shown no event time yet",
+													  has_idle_timeout ? "idle_timeout not reached yet" :
+													  "no idle_timeout"));
 			nulls[13] = false;
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -84,8 +84,11 @@ typedef struct WeirPipelineSlot
 	pg_atomic_uint64 records_dropped;	/* duplicates (dedup) */
 	/* why the watermark does not move, under mutex */
 	int32		watermark_holder;	/* partition holding it back; -1: none */
+	Oid			holder_source;	/* the topic of that partition */
 	TimestampTz holder_data_at; /* when that partition last had data */
 	bool		holder_has_time;	/* whether it has shown an event time */
+	TimestampTz latest_data_at; /* when any partition last had data */
+	bool		has_idle_timeout;
 	ConditionVariable checkpoint_cv;	/* broadcast after each checkpoint */
 } WeirPipelineSlot;
 

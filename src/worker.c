@@ -722,9 +722,18 @@ publish(WeirWorker *w, int64 lag)
 	w->slot->windows = w->store->root->used;
 	w->slot->state_bytes = w->store->root->bytes + w->local_bytes;
 	w->slot->lag_rows = lag;
-	w->slot->watermark_holder = w->watermark_holder;
+	w->slot->watermark_holder = -1;
+	w->slot->has_idle_timeout = w->idle_timeout > 0;
+	w->slot->latest_data_at = 0;
+	for (int p = 0; p < w->partitions; p++)
+		w->slot->latest_data_at = Max(w->slot->latest_data_at, w->last_data_at[p]);
 	if (w->watermark_holder >= 0)
 	{
+		/* in its own topic's numbering (a join numbers on over two) */
+		int			s = w->nsides > 1 && w->watermark_holder >= w->sides[1].first ? 1 : 0;
+
+		w->slot->watermark_holder = w->watermark_holder - w->sides[s].first;
+		w->slot->holder_source = w->sides[s].source;
 		w->slot->holder_data_at = w->last_data_at[w->watermark_holder];
 		w->slot->holder_has_time = w->max_event_time[w->watermark_holder] != DT_NOBEGIN;
 	}
@@ -852,6 +861,20 @@ run(WeirWorker *w)
 				weir_keyed_forget_removed(w->last_value->keys);
 			}
 			w->changed = false;
+			/* what expired while waiting for this checkpoint goes now */
+			LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+			if (w->dedup && w->dedup->ids)
+				(void) weir_keyed_after_checkpoint(w->dedup->ids);
+			if (w->last_value && weir_keyed_after_checkpoint(w->last_value->keys) > 0)
+				w->changed = true;	/* their sink rows go at the next one */
+			if (w->join)
+			{
+				for (int s = 0; s < 2; s++)
+					(void) weir_keyed_after_checkpoint(w->join->sides[s]);
+				if (w->join->pending[0].n > 0)
+					w->changed = true;
+			}
+			LWLockRelease(&w->slot->lock);
 			if (caught_up)
 				served = tickets;
 			publish(w, lag);	/* what waiters read next is this round's */
