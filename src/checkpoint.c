@@ -406,6 +406,13 @@ last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
 	for (int i = 0; i < plan->nkeys; i++)
 		weir_column_init(&c->gone[i], plan->keys[i].type);
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+
+	/*
+	 * Every key expired by now goes in this checkpoint, sink row and all: a
+	 * restore skips them (those that changed since the last checkpoint go
+	 * right after it, and a restore deletes their rows: keyed.c).
+	 */
+	(void) weir_keyed_expire_exact(lv->keys, w->watermark);
 	for (int r = 0; r < lv->npending; r++)
 	{
 		WeirWindow *win = weir_window_at(w->store, lv->pending_entry[r]);

@@ -565,6 +565,16 @@ plan_columns(WeirPlan *plan, Oid source, const char *columns, bool skip_keys)
 	}
 }
 
+/* The columns as sink columns, after those already there; values may be null. */
+static void
+add_column_sinkcols(WeirPlan *plan)
+{
+	for (int i = 0; i < plan->ncolumns; i++)
+		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
+						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
+						true);
+}
+
 WeirPlan *
 weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
 						   const char *columns, const char *filter, int64 horizon)
@@ -583,11 +593,7 @@ weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
 
 	/* the sink: the columns, insert-only */
 	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * plan->ncolumns);
-	for (int i = 0; i < plan->ncolumns; i++)
-		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
-						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
-						true);
-	plan->nsinkkey = 0;
+	add_column_sinkcols(plan);
 	return plan;
 }
 
@@ -602,11 +608,7 @@ weir_definition_projection_plan(Oid source, const char *columns, const char *fil
 	plan_filter(plan, source, filter);
 	plan_columns(plan, source, columns, false);
 	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * plan->ncolumns);
-	for (int i = 0; i < plan->ncolumns; i++)
-		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
-						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
-						true);
-	plan->nsinkkey = 0;
+	add_column_sinkcols(plan);
 	return plan;
 }
 
@@ -632,10 +634,7 @@ weir_definition_last_value_plan(Oid source, const char *key, const char *event_t
 		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
 						plan->keys[i].typmod, plan->keys[i].collation, false);
 	plan->nsinkkey = plan->nkeys;
-	for (int i = 0; i < plan->ncolumns; i++)
-		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
-						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
-						true);
+	add_column_sinkcols(plan);
 	return plan;
 }
 

@@ -183,6 +183,28 @@ weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, TimestampTz t,
 	return dp;
 }
 
+/*
+ * An expired entry leaves memory: the operator's hook first (a join's rows),
+ * its key kept if the operator owes the sink something for it (last value).
+ */
+static void
+remove_entry(WeirKeyed *k, dsa_pointer dp)
+{
+	WeirWindow *w = weir_window_at(k->store, dp);
+
+	if (k->remove_hook)
+		k->remove_hook(k->hook_arg, k, dp);
+	if (k->keep_removed)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
+
+		k->removed = lappend(k->removed, weir_make_bytea(w->data, w->keylen));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	k->live_bytes -= entry_image_bytes(k, w);
+	weir_window_entry_remove(k->store, dp);
+}
+
 /* Mark an entry changed; returns whether it was not already. */
 bool
 weir_keyed_touch(WeirKeyed *k, dsa_pointer dp)
@@ -243,17 +265,7 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 			}
 			else
 			{
-				if (k->keep_removed)
-				{
-					MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
-
-					k->removed = lappend(k->removed, weir_make_bytea(w->data, w->keylen));
-					MemoryContextSwitchTo(oldcxt);
-				}
-				if (k->remove_hook)
-					k->remove_hook(k->hook_arg, k, dp);
-				k->live_bytes -= entry_image_bytes(k, w);
-				weir_window_entry_remove(k->store, dp);
+				remove_entry(k, dp);
 				removed++;
 			}
 			dp = next;
@@ -298,10 +310,7 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 
 		if (state_of(k, w)->t + k->retention <= watermark && !(w->flags & WEIR_WINDOW_DIRTY))
 		{
-			if (k->remove_hook)
-				k->remove_hook(k->hook_arg, k, dp);
-			k->live_bytes -= entry_image_bytes(k, w);
-			weir_window_entry_remove(k->store, dp);
+			remove_entry(k, dp);
 			removed++;
 		}
 		else
@@ -333,17 +342,7 @@ weir_keyed_after_checkpoint(WeirKeyed *k)
 
 		if (expires <= k->watermark && !(w->flags & WEIR_WINDOW_DIRTY))
 		{
-			if (k->remove_hook)
-				k->remove_hook(k->hook_arg, k, dp);
-			if (k->keep_removed)
-			{
-				MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
-
-				k->removed = lappend(k->removed, weir_make_bytea(w->data, w->keylen));
-				MemoryContextSwitchTo(oldcxt);
-			}
-			k->live_bytes -= entry_image_bytes(k, w);
-			weir_window_entry_remove(k->store, dp);
+			remove_entry(k, dp);
 			removed++;
 		}
 		else
@@ -499,6 +498,7 @@ typedef struct RestoreState
 	TimestampTz watermark;
 	int64		entries;
 	bool		corrupt;
+	List	   *skipped;		/* keep_removed: keys of expired entries */
 } RestoreState;
 
 static void
@@ -574,6 +574,14 @@ restore_chunk(void *arg, const char *data, Size len)
 			if (created || newer(k, &s, weir_keyed_state(k, dp)))
 				memcpy(weir_keyed_state(k, dp), &s, state_size);
 		}
+		else if (k->keep_removed)
+		{
+			/* expired: the sink may still hold its row (see the caller) */
+			MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
+
+			rs->skipped = lappend(rs->skipped, weir_make_bytea(p, keylen));
+			MemoryContextSwitchTo(oldcxt);
+		}
 		p += keylen + state_size;
 	}
 	return;
@@ -595,7 +603,8 @@ int64
 weir_keyed_restore(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 				   int64 *bytes)
 {
-	RestoreState rs = {k, watermark, 0, false};
+	RestoreState rs = {k, watermark, 0, false, NIL};
+	ListCell   *lc;
 
 	(void) weir_catalog_load_chunks(pipeline_id, k->space, restore_chunk, &rs, bytes,
 									&k->next_chunk);
@@ -604,6 +613,23 @@ weir_keyed_restore(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("corrupted checkpoint of the pipeline: bad chunk"),
 				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
+
+	/*
+	 * An entry that had expired by the checkpoint but changed just before it
+	 * was still in memory then, and so is its row in the sink (last value):
+	 * it goes at the first checkpoint now, unless a newer version of the key
+	 * lives.  Deleting a row that is not there costs nothing.
+	 */
+	foreach(lc, rs.skipped)
+	{
+		bytea	   *key = lfirst(lc);
+		bool		created;
+
+		if (!DsaPointerIsValid(weir_window_entry_find(k->store, k->space, VARDATA(key),
+													  VARSIZE(key) - VARHDRSZ,
+													  false, &created)))
+			k->removed = lappend(k->removed, key);
+	}
 	k->chunk_bytes = *bytes;
 	return rs.entries;
 }

@@ -529,62 +529,64 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
  * weir.create_dedup(name, source, id, event_time, horizon, columns, filter,
  *		out_of_orderness, idle_timeout, sink, checkpoint_interval,
  *		max_state_memory, late_records, start)
+ * weir.create_last_value(name, source, key, event_time, ttl, columns, filter,
+ *		... the same)
+ *
+ * The two take the same arguments: a key (dedup: the id), its retention
+ * (horizon, ttl), columns and filter.
  */
+static int32
+create_keyed(FunctionCallInfo fcinfo, bool dedup)
+{
+	static const CommonArgs args = {7, 8, 9, 10, 11, 12, 13};
+	const char *key_arg = dedup ? "id" : "key";
+	const char *retention_arg = dedup ? "horizon" : "ttl";
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+	Interval   *retention;
+	int64		retention_us;
+
+	begin_create(fcinfo, &row);
+	row.operator = dedup ? "dedup" : "last_value";
+	row.key = text_arg(fcinfo, 2, key_arg, true);
+	row.event_time = text_arg(fcinfo, 3, "event_time", true);
+	retention = interval_arg(fcinfo, 4, retention_arg, false);
+	retention_us = retention ? weir_interval_usecs(retention, retention_arg) : 0;
+	if (dedup)
+	{
+		row.has_horizon = retention != NULL;
+		if (retention)
+			row.horizon = *retention;
+	}
+	else
+	{
+		row.has_ttl = retention != NULL;
+		if (retention)
+			row.ttl = *retention;
+	}
+	row.columns = text_arg(fcinfo, 5, "columns", false);
+	row.filter = text_arg(fcinfo, 6, "filter", false);
+	row.emit = dedup ? "final" : "updates";
+	plan = dedup ?
+		weir_definition_dedup_plan(row.source, row.key, row.event_time,
+								   row.columns, row.filter, retention_us) :
+		weir_definition_last_value_plan(row.source, row.key, row.event_time,
+										row.columns, row.filter, retention_us);
+	return finish_create(fcinfo, &row, plan, &args);
+}
+
 PG_FUNCTION_INFO_V1(weir_create_dedup);
 Datum
 weir_create_dedup(PG_FUNCTION_ARGS)
 {
-	static const CommonArgs args = {7, 8, 9, 10, 11, 12, 13};
-	WeirPipelineRow row;
-	WeirPlan   *plan;
-	Interval   *horizon;
-
-	begin_create(fcinfo, &row);
-	row.operator = "dedup";
-	row.key = text_arg(fcinfo, 2, "id", true);
-	row.event_time = text_arg(fcinfo, 3, "event_time", true);
-	horizon = interval_arg(fcinfo, 4, "horizon", false);
-	row.has_horizon = horizon != NULL;
-	if (horizon)
-		row.horizon = *horizon;
-	row.columns = text_arg(fcinfo, 5, "columns", false);
-	row.filter = text_arg(fcinfo, 6, "filter", false);
-	row.emit = "final";
-	plan = weir_definition_dedup_plan(row.source, row.key, row.event_time,
-									  row.columns, row.filter,
-									  horizon ? weir_interval_usecs(horizon, "horizon") : 0);
-	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+	PG_RETURN_INT32(create_keyed(fcinfo, true));
 }
 
-/*
- * weir.create_last_value(name, source, key, event_time, ttl, columns, filter,
- *		out_of_orderness, idle_timeout, sink, checkpoint_interval,
- *		max_state_memory, late_records, start)
- */
 PG_FUNCTION_INFO_V1(weir_create_last_value);
 Datum
 weir_create_last_value(PG_FUNCTION_ARGS)
 {
-	static const CommonArgs args = {7, 8, 9, 10, 11, 12, 13};
-	WeirPipelineRow row;
-	WeirPlan   *plan;
-	Interval   *ttl;
-
-	begin_create(fcinfo, &row);
-	row.operator = "last_value";
-	row.key = text_arg(fcinfo, 2, "key", true);
-	row.event_time = text_arg(fcinfo, 3, "event_time", true);
-	ttl = interval_arg(fcinfo, 4, "ttl", false);
-	row.has_ttl = ttl != NULL;
-	if (ttl)
-		row.ttl = *ttl;
-	row.columns = text_arg(fcinfo, 5, "columns", false);
-	row.filter = text_arg(fcinfo, 6, "filter", false);
-	row.emit = "updates";
-	plan = weir_definition_last_value_plan(row.source, row.key, row.event_time,
-										   row.columns, row.filter,
-										   ttl ? weir_interval_usecs(ttl, "ttl") : 0);
-	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+	PG_RETURN_INT32(create_keyed(fcinfo, false));
 }
 
 /*

@@ -375,116 +375,98 @@ record_late(WeirWorker *w, int32 part, WeirEvalRow *r)
 	}
 }
 
-/* Apply an evaluated batch of partition `part` to a deduplication. */
-static void
-apply_dedup_batch(WeirWorker *w, int32 part)
+/*
+ * What a record-at-a-time operator (dedup, last value, join, projection)
+ * does with one record that is neither dead, filtered nor late.  Returns
+ * false if state memory ran out; *dropped: the record changed nothing
+ * (a duplicate; a row older than its key's newest).
+ */
+typedef bool (*RecordStep) (WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values,
+							bool *nulls, bool *dropped);
+typedef bool (*LateTest) (WeirWorker *w, TimestampTz t);
+
+static bool
+dedup_late(WeirWorker *w, TimestampTz t)
 {
-	int64		dropped = 0;
-
-	w->records_since += w->nbatch;
-	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
-	for (int b = 0; b < w->nbatch; b++)
-	{
-		WeirEvalRow *r = &w->batch[b];
-		bool		duplicate;
-
-		if (r->kind == WEIR_ROW_DEAD)
-		{
-			add_dead_letter(w, part, r);
-			continue;
-		}
-		if (r->t > w->max_event_time[w->side->first + part] && w->side->event_time_expr)
-			w->max_event_time[w->side->first + part] = r->t;
-		if (r->kind == WEIR_ROW_FILTERED)
-			continue;
-		if (weir_dedup_is_late(w->dedup, r->t, w->watermark))
-		{
-			record_late(w, part, r);
-			continue;
-		}
-		if (!weir_dedup_apply(w->dedup, w->batch_keys.data + r->keyoff, r->keylen, r->t,
-							  &w->batch_values[b * w->batch_stride],
-							  &w->batch_nulls[b * w->batch_stride], &duplicate))
-			break;				/* out of state memory: the caller stops */
-		if (duplicate)
-			dropped++;
-	}
-	pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped);
+	return weir_dedup_is_late(w->dedup, t, w->watermark);
 }
 
-/* Apply an evaluated batch of partition `part` to the last values. */
-static void
-apply_last_value_batch(WeirWorker *w, int32 part)
+static bool
+dedup_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
+		   bool *dropped)
 {
-	int64		superseded_rows = 0;
-
-	w->records_since += w->nbatch;
-	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
-	for (int b = 0; b < w->nbatch; b++)
-	{
-		WeirEvalRow *r = &w->batch[b];
-		bool		superseded;
-
-		if (r->kind == WEIR_ROW_DEAD)
-		{
-			add_dead_letter(w, part, r);
-			continue;
-		}
-		if (r->t > w->max_event_time[w->side->first + part])
-			w->max_event_time[w->side->first + part] = r->t;
-		if (r->kind == WEIR_ROW_FILTERED)
-			continue;
-		if (weir_last_value_is_late(w->last_value, r->t, w->watermark))
-		{
-			record_late(w, part, r);
-			continue;
-		}
-		if (!weir_last_value_apply(w->last_value, w->batch_keys.data + r->keyoff, r->keylen,
-								   r->t, part, r->position,
-								   &w->batch_values[b * w->batch_stride],
-								   &w->batch_nulls[b * w->batch_stride], &superseded))
-			break;				/* out of state memory: the caller stops */
-		if (superseded)
-			superseded_rows++;
-	}
-	pg_atomic_fetch_add_u64(&w->slot->records_dropped, superseded_rows);
+	return weir_dedup_apply(w->dedup, w->batch_keys.data + r->keyoff, r->keylen, r->t,
+							values, nulls, dropped);
 }
 
-/* Apply an evaluated batch of partition `part` of the current side to a join. */
-static void
-apply_join_batch(WeirWorker *w, int32 part)
+static bool
+last_value_late(WeirWorker *w, TimestampTz t)
 {
-	int			side = w->side - w->sides;
+	return weir_last_value_is_late(w->last_value, t, w->watermark);
+}
+
+static bool
+last_value_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
+				bool *dropped)
+{
+	return weir_last_value_apply(w->last_value, w->batch_keys.data + r->keyoff, r->keylen,
+								 r->t, part, r->position, values, nulls, dropped);
+}
+
+static bool
+join_late(WeirWorker *w, TimestampTz t)
+{
+	return weir_join_is_late(w->join, t, w->watermark);
+}
+
+static bool
+join_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
+		  bool *dropped)
+{
+	int64		matches;
+
+	*dropped = false;
+	return weir_join_apply(w->join, w->side - w->sides, w->batch_keys.data + r->keyoff,
+						   r->keylen, r->t, part, r->position, values, nulls,
+						   w->watermark, &matches);
+}
+
+/* Apply an evaluated batch of partition `part` of the current side, record by record. */
+static void
+apply_records(WeirWorker *w, int32 part, LateTest late, RecordStep step)
+{
 	int32		index = w->side->first + part;
+	int64		dropped_rows = 0;
 
 	w->records_since += w->nbatch;
 	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
 	for (int b = 0; b < w->nbatch; b++)
 	{
 		WeirEvalRow *r = &w->batch[b];
-		int64		matches;
+		bool		dropped;
 
 		if (r->kind == WEIR_ROW_DEAD)
 		{
 			add_dead_letter(w, part, r);
 			continue;
 		}
-		if (r->t > w->max_event_time[index])
+		/* a projection has no event time */
+		if (r->t > w->max_event_time[index] && w->side->event_time_expr)
 			w->max_event_time[index] = r->t;
 		if (r->kind == WEIR_ROW_FILTERED)
 			continue;
-		if (weir_join_is_late(w->join, r->t, w->watermark))
+		if (late(w, r->t))
 		{
 			record_late(w, part, r);
 			continue;
 		}
-		if (!weir_join_apply(w->join, side, w->batch_keys.data + r->keyoff, r->keylen,
-							 r->t, part, r->position,
-							 &w->batch_values[b * w->batch_stride],
-							 &w->batch_nulls[b * w->batch_stride], w->watermark,
-							 &matches))
+		if (!step(w, part, r, &w->batch_values[b * w->batch_stride],
+				  &w->batch_nulls[b * w->batch_stride], &dropped))
 			break;				/* out of state memory: the caller stops */
+		if (dropped)
+			dropped_rows++;
 	}
+	pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped_rows);
 }
 
 /* Apply an evaluated batch of partition `part` to window state. */
@@ -613,11 +595,11 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
 	if (w->dedup)
-		apply_dedup_batch(w, part);
+		apply_records(w, part, dedup_late, dedup_step);
 	else if (w->last_value)
-		apply_last_value_batch(w, part);
+		apply_records(w, part, last_value_late, last_value_step);
 	else if (w->join)
-		apply_join_batch(w, part);
+		apply_records(w, part, join_late, join_step);
 	else
 		apply_batch(w, part);
 	MemoryContextSwitchTo(oldcxt);
@@ -1046,6 +1028,9 @@ weir_worker_main(Datum main_arg)
 		error_context_stack = &errcallback;
 
 		weir_checkpoint_restore(worker);
+		/* a restore may owe deletions of expired keys' rows (keyed.c) */
+		if (worker->last_value && worker->last_value->keys->removed != NIL)
+			worker->changed = true;
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
 		begin_round();
 		weir_catalog_pipeline_set_status(id, "running", NULL, false);
