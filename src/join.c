@@ -121,8 +121,9 @@ static void
 emit_unmatched(WeirJoin *j, JoinRow *row)
 {
 	int			n = Max(j->plan->ncolumns, 1);
-	Datum	   *values = palloc(sizeof(Datum) * n);
-	bool	   *nulls = palloc(sizeof(bool) * n);
+	/* in the pending rows' memory: this may run outside any transaction */
+	Datum	   *values = MemoryContextAlloc(j->pending_cxt, sizeof(Datum) * n);
+	bool	   *nulls = MemoryContextAlloc(j->pending_cxt, sizeof(bool) * n);
 
 	restore_values(j, row, j->plan->ncolumns, values, nulls);
 	emit(j, values, nulls, NULL, NULL);
