@@ -734,6 +734,19 @@ checkpoint_tickets(WeirWorker *w)
 	return requested;
 }
 
+/* Expired entries of keyed state waiting for the next checkpoint to leave. */
+static int64
+held_entries(WeirWorker *w)
+{
+	if (w->dedup && w->dedup->ids)
+		return w->dedup->ids->nheld;
+	if (w->last_value)
+		return w->last_value->keys->nheld;
+	if (w->join)
+		return w->join->sides[0]->nheld + w->join->sides[1]->nheld;
+	return 0;
+}
+
 /*
  * State reached max_state_memory: stop with a clear status.  Nothing since
  * the last checkpoint is committed, so positions stay where the committed
@@ -820,9 +833,16 @@ run(WeirWorker *w)
 		if (got > 0)
 			w->changed = true;
 
-		/* due, with something to write; or asked for, once caught up */
+		/*
+		 * Due, with something to write; or asked for, once caught up; or
+		 * early, when state is past half its limit and a checkpoint would
+		 * free some (keys that expired but changed since the last one wait
+		 * for it: while a backlog is read, that can be most of the state).
+		 */
 		checkpoint = (now >= w->next_checkpoint && w->changed) ||
-			(tickets > served && caught_up);
+			(tickets > served && caught_up) ||
+			(w->changed && w->store->root->bytes > w->row.max_state_memory / 2 &&
+			 held_entries(w) > 0);
 		if (checkpoint)
 		{
 			pgstat_report_activity(STATE_RUNNING, "weir: checkpoint");
