@@ -416,18 +416,29 @@ last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
 	for (int r = 0; r < lv->npending; r++)
 	{
 		WeirWindow *win = weir_window_at(w->store, lv->pending_entry[r]);
+		WeirKeyedState *s = weir_keyed_state(lv->keys, lv->pending_entry[r]);
 		SinkRows   *rows = (win->flags & WEIR_WINDOW_EMITTED) ? &c->changed : &c->fresh;
 
+		s->pending = -1;
 		weir_checkpoint_decode_key(plan, win->data, keyvals);
+		if (lv->ttl > 0 && !TIMESTAMP_NOT_FINITE(w->watermark) &&
+			s->t + lv->ttl <= w->watermark)
+		{
+			/* expired already: its row goes (if it was written), not comes */
+			if (win->flags & WEIR_WINDOW_EMITTED)
+				for (int i = 0; i < plan->nkeys; i++)
+					weir_column_add(&c->gone[i], keyvals[i], false);
+			win->flags &= ~WEIR_WINDOW_EMITTED;
+			continue;
+		}
 		for (int i = 0; i < plan->nkeys; i++)
 			weir_column_add(&rows->cols[i], keyvals[i], false);
 		for (int i = 0; i < ncols; i++)
 			weir_column_add(&rows->cols[plan->nkeys + i], lv->pending_values[r * ncols + i],
 							lv->pending_nulls[r * ncols + i]);
 		win->flags |= WEIR_WINDOW_EMITTED;
-		weir_keyed_state(lv->keys, lv->pending_entry[r])->pending = -1;
 	}
-	weir_keyed_collect(lv->keys, &c->collected);
+	weir_keyed_collect(lv->keys, w->watermark, &c->collected);
 	LWLockRelease(&w->slot->lock);
 	foreach(lc, lv->keys->removed)
 	{
@@ -564,7 +575,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		kept.keyvals = NULL;
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 		if (w->dedup->ids)
-			weir_keyed_collect(w->dedup->ids, &collected);
+			weir_keyed_collect(w->dedup->ids, w->watermark, &collected);
 		else
 			memset(&collected, 0, sizeof(collected));
 		LWLockRelease(&w->slot->lock);
@@ -581,7 +592,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		weir_join_drain(w->join, w->watermark);
 		for (int s = 0; s < 2; s++)
 		{
-			weir_keyed_collect(w->join->sides[s], &sides[s]);
+			weir_keyed_collect(w->join->sides[s], w->watermark, &sides[s]);
 			n.state_rows += sides[s].entries;
 			n.bytes += sides[s].bytes;
 		}

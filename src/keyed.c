@@ -373,6 +373,7 @@ typedef struct Chunk
 typedef struct ChunkBuilder
 {
 	WeirKeyed  *d;
+	TimestampTz watermark;		/* entries expired by it are not written */
 	StringInfoData buf;
 	int32		entries;
 	TimestampTz expires_at;
@@ -404,6 +405,16 @@ chunk_add(ChunkBuilder *cb, WeirWindow *w)
 	uint32		len = w->keylen;
 	WeirKeyedState *s = state_of(cb->d, w);
 
+	/*
+	 * An expired entry is skipped by a restore anyway (and goes from memory
+	 * right after this checkpoint): no need to write it.  Reading a backlog,
+	 * that is most of what changed.
+	 */
+	if (!TIMESTAMP_NOT_FINITE(cb->watermark) && s->t + cb->d->retention <= cb->watermark)
+	{
+		w->flags &= ~WEIR_WINDOW_DIRTY;
+		return;
+	}
 	appendBinaryStringInfo(&cb->buf, (char *) &len, sizeof(uint32));
 	appendBinaryStringInfo(&cb->buf, w->data, len);
 	appendBinaryStringInfo(&cb->buf, (char *) s, cb->d->state_size);
@@ -423,7 +434,7 @@ chunk_add(ChunkBuilder *cb, WeirWindow *w)
  * caller holds the slot's lock.
  */
 void
-weir_keyed_collect(WeirKeyed *d, WeirKeyedCollected *out)
+weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 {
 	ChunkBuilder cb;
 	int64		dirty_bytes = 0;
@@ -433,6 +444,7 @@ weir_keyed_collect(WeirKeyed *d, WeirKeyedCollected *out)
 	cb.entries = 0;
 	cb.expires_at = DT_NOBEGIN;
 	cb.out = out;
+	cb.watermark = d->retention > 0 ? watermark : DT_NOBEGIN;
 	initStringInfo(&cb.buf);
 
 	for (int i = 0; i < d->ndirty; i++)

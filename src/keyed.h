@@ -106,7 +106,8 @@ extern WeirKeyedState *weir_keyed_state(WeirKeyed *k, dsa_pointer dp);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
 extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
 extern int64 weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark);
-extern void weir_keyed_collect(WeirKeyed *k, WeirKeyedCollected *out);
+extern void weir_keyed_collect(WeirKeyed *k, TimestampTz watermark,
+							   WeirKeyedCollected *out);
 extern void weir_keyed_write(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 							 WeirKeyedCollected *collected);
 extern void weir_keyed_forget_removed(WeirKeyed *k);

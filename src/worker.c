@@ -889,13 +889,19 @@ run(WeirWorker *w)
 		}
 		/*
 		 * As Flink's: the interval runs from the start of one checkpoint to
-		 * the next, with a pause of a quarter interval after each, so that
-		 * checkpoints longer than the interval do not follow each other back
-		 * to back.
+		 * the next, with a pause after each of a quarter interval or the
+		 * checkpoint's own duration, whichever is longer, so that long
+		 * checkpoints (a backlog's) do not follow each other back to back.
 		 */
 		if (checkpoint)
+		{
+			TimestampTz done = weir_clock_now();
+
+			/* a long checkpoint earns as long a pause: at most half the time */
 			w->next_checkpoint = Max(checkpoint_started + w->checkpoint_interval,
-									 weir_clock_now() + w->checkpoint_interval / 4);
+									 done + Max(w->checkpoint_interval / 4,
+												done - checkpoint_started));
+		}
 		else if (now >= w->next_checkpoint)
 			w->next_checkpoint = now + w->checkpoint_interval;	/* nothing changed */
 		publish(w, lag);
