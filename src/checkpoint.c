@@ -139,9 +139,13 @@ sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
 	}
 }
 
-/* First emissions through the bulk path (sink.c), when the sink allows it. */
+/*
+ * Rows through the bulk path (sink.c), when the sink allows it: first
+ * emissions inserted, rows already in the sink updated in place.  False:
+ * not (all) done, SQL must.
+ */
 static bool
-bulk_write(WeirWorker *w, SinkRows *rows)
+bulk_write(WeirWorker *w, SinkRows *rows, bool update)
 {
 	Datum	  **values;
 	bool	  **nulls;
@@ -158,6 +162,9 @@ bulk_write(WeirWorker *w, SinkRows *rows)
 		values[c] = rows->cols[c].values;
 		nulls[c] = rows->cols[c].nulls;
 	}
+	if (update)
+		return weir_sink_bulk_update(w->row.sink, w->plan, w->sink_map, rows->ncols,
+									 values, nulls, rows->cols[0].n);
 	weir_sink_bulk_insert(w->row.sink, w->plan, w->sink_map, rows->ncols, values,
 						  nulls, rows->cols[0].n);
 	return true;
@@ -197,11 +204,15 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 	if (rows->cols[0].n == 0)
 		return;
 	if (upsert)
-		run_sink_write(w, rows, true);
+	{
+		/* an upsert writes the same values again if the bulk update stopped */
+		if (!bulk_write(w, rows, true))
+			run_sink_write(w, rows, true);
+	}
 	else if (w->plan->nsinkkey == 0)
 	{
 		/* rows without a key are only ever inserted */
-		if (!bulk_write(w, rows))
+		if (!bulk_write(w, rows, false))
 			run_sink_write(w, rows, false);
 	}
 	else
@@ -210,7 +221,7 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 		MemoryContextSwitchTo(oldcxt);
 		PG_TRY();
 		{
-			if (!bulk_write(w, rows))
+			if (!bulk_write(w, rows, false))
 				run_sink_write(w, rows, false);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);

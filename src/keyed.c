@@ -100,11 +100,18 @@ static void
 link_expiry(WeirKeyed *k, dsa_pointer dp, TimestampTz due)
 {
 	TimestampTz key = ceil_to(due, k->bucket_width);
-	bool		found;
-	ExpiryBucket *b = hash_search(k->buckets, &key, HASH_ENTER, &found);
+	ExpiryBucket *b = k->last_bucket;
 
-	if (!found)
-		b->head = InvalidDsaPointer;
+	/* records come in about time order: mostly the same bucket again */
+	if (b == NULL || b->due != key)
+	{
+		bool		found;
+
+		b = hash_search(k->buckets, &key, HASH_ENTER, &found);
+		if (!found)
+			b->head = InvalidDsaPointer;
+		k->last_bucket = b;
+	}
 	weir_window_at(k->store, dp)->next = b->head;
 	b->head = dp;
 }
@@ -140,7 +147,8 @@ weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int space,
 	k->state_size = state_size;
 	k->store = store;
 	k->retention = retention;
-	k->bucket_width = Max(retention / 8, 1000);
+	/* at least a second: a tiny retention (a join bound of 0) must not make a bucket per record */
+	k->bucket_width = Max(retention / 8, USECS_PER_SEC);
 	ctl.keysize = sizeof(TimestampTz);
 	ctl.entrysize = sizeof(ExpiryBucket);
 	ctl.hcxt = cxt;
@@ -238,6 +246,7 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 	while ((b = hash_seq_search(&status)) != NULL)
 		if (b->due <= watermark)
 			due = lappend(due, b);
+	k->last_bucket = NULL;		/* buckets go */
 	foreach(lc, due)
 	{
 		ExpiryBucket *bucket = lfirst(lc);

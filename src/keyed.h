@@ -58,6 +58,7 @@ struct WeirKeyed
 	int64		retention;		/* us of event time after t; 0: forever */
 	int64		bucket_width;	/* us; expiry buckets */
 	HTAB	   *buckets;		/* expiry time -> entries, through `next` */
+	struct ExpiryBucket *last_bucket;	/* the last one linked to, or NULL */
 	MemoryContext cxt;
 
 	/* entries changed since the last checkpoint (never removed meanwhile) */

@@ -108,7 +108,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 
 			if (slots[i] == InvalidDsaPointer || slots[i] == (dsa_pointer) 1)
 				continue;
-			w = dsa_get_address(area, slots[i]);
+			w = dsa_get_address(area, slots[i] & WEIR_SLOT_PTR_MASK);
 			c = &copies[ncopies++];
 			if (plan->op != WEIR_OP_WINDOW)
 			{

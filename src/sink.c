@@ -25,10 +25,13 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
@@ -36,6 +39,8 @@
 #include "nodes/execnodes.h"
 #include "parser/parse_oper.h"
 #include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/sortsupport.h"
 #include "utils/rel.h"
 
@@ -211,4 +216,152 @@ weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map, int ncols,
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
 	pfree(order);
+}
+
+/*
+ * The sink's unique index on exactly its key columns (what ON CONFLICT
+ * would use), or InvalidOid.  keycol[k]: the plan's sink column of index
+ * attribute k.
+ */
+static Oid
+key_index(Relation rel, WeirPlan *plan, const int *map, int *keycol)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = index->rd_index;
+		bool		fits = form->indisunique && form->indimmediate && form->indisvalid &&
+			form->indnkeyatts == plan->nsinkkey &&
+			RelationGetIndexExpressions(index) == NIL &&
+			RelationGetIndexPredicate(index) == NIL;
+
+		for (int k = 0; fits && k < form->indnkeyatts; k++)
+		{
+			keycol[k] = -1;
+			for (int c = 0; c < plan->nsinkkey; c++)
+				if (map[c] == form->indkey.values[k])
+					keycol[k] = c;
+			fits = keycol[k] >= 0;
+		}
+		index_close(index, AccessShareLock);
+		if (fits)
+			return lfirst_oid(lc);
+	}
+	return InvalidOid;
+}
+
+/*
+ * Rewrite rows already in the sink, given column by column like
+ * weir_sink_bulk_insert: each row's tuple is found through the sink's
+ * unique index on the key columns and updated in place (HOT when only
+ * non-indexed columns change, so without index entries), as the current
+ * user.  This is what INSERT ... ON CONFLICT DO UPDATE does for a row that
+ * conflicts, without the executor per row.  Returns false, having updated
+ * some rows or none, when there is no such index, UPDATE is not granted, or
+ * a row's key is not in the sink: the caller then upserts through SQL
+ * (which writes the same values again).  The sink must be bulk-eligible.
+ */
+bool
+weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
+					  Datum **values, bool **nulls, int nrows)
+{
+	Relation	rel = table_open(sink, RowExclusiveLock);
+	int		   *keycol = palloc(sizeof(int) * Max(plan->nsinkkey, 1));
+	Oid			indexoid = key_index(rel, plan, map, keycol);
+	TupleDesc	desc = RelationGetDescr(rel);
+	Relation	index;
+	ScanKeyData *keys;
+	IndexScanDesc scan;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *oldslot;
+	TupleTableSlot *newslot;
+	Snapshot	snapshot;
+	CommandId	cid = GetCurrentCommandId(true);
+	int		   *order;
+	bool		all_found = true;
+
+	if (!OidIsValid(indexoid) ||
+		pg_class_aclcheck(sink, GetUserId(), ACL_UPDATE | ACL_SELECT) != ACLCHECK_OK)
+	{
+		table_close(rel, RowExclusiveLock);
+		return false;
+	}
+	order = key_order(plan, values, nrows);
+	index = index_open(indexoid, RowExclusiveLock);
+	keys = palloc0(sizeof(ScanKeyData) * plan->nsinkkey);
+	for (int k = 0; k < plan->nsinkkey; k++)
+	{
+		Oid			type = plan->sinkcols[keycol[k]].type;
+		Oid			eq = get_opfamily_member(index->rd_opfamily[k], type, type,
+											 BTEqualStrategyNumber);
+
+		if (!OidIsValid(eq))
+		{
+			index_close(index, RowExclusiveLock);
+			table_close(rel, RowExclusiveLock);
+			return false;
+		}
+		ScanKeyInit(&keys[k], k + 1, BTEqualStrategyNumber, get_opcode(eq), (Datum) 0);
+		keys[k].sk_collation = index->rd_indcollation[k];
+	}
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	oldslot = table_slot_create(rel, NULL);
+	newslot = table_slot_create(rel, NULL);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = index_beginscan(rel, index, snapshot, plan->nsinkkey, 0);
+
+	for (int i = 0; i < nrows && all_found; i++)
+	{
+		int			r = order[i];
+		TM_Result	result;
+		TM_FailureData tmfd;
+		LockTupleMode lockmode;
+		bool		update_indexes;
+
+		for (int k = 0; k < plan->nsinkkey; k++)
+			keys[k].sk_argument = values[keycol[k]][r];
+		index_rescan(scan, keys, plan->nsinkkey, NULL, 0);
+		if (!index_getnext_slot(scan, ForwardScanDirection, oldslot))
+		{
+			all_found = false;	/* not there (someone deleted it?): SQL decides */
+			break;
+		}
+		ExecClearTuple(newslot);
+		memset(newslot->tts_isnull, true, sizeof(bool) * desc->natts);
+		for (int c = 0; c < ncols; c++)
+		{
+			newslot->tts_values[map[c] - 1] = values[c][r];
+			newslot->tts_isnull[map[c] - 1] = nulls[c][r];
+		}
+		ExecStoreVirtualTuple(newslot);
+		result = table_tuple_update(rel, &oldslot->tts_tid, newslot, cid, snapshot,
+									InvalidSnapshot, true, &tmfd, &lockmode,
+									&update_indexes);
+		if (result != TM_Ok)
+			elog(ERROR, "weir could not update a row of sink \"%s\" (result %d)",
+				 RelationGetRelationName(rel), (int) result);
+		if (update_indexes && rri->ri_NumIndices > 0)
+			list_free(ExecInsertIndexTuples(rri, newslot, estate, true, false, NULL, NIL));
+		ResetPerTupleExprContext(estate);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	index_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	ExecDropSingleTupleTableSlot(oldslot);
+	ExecDropSingleTupleTableSlot(newslot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	index_close(index, RowExclusiveLock);
+	table_close(rel, NoLock);
+	pfree(order);
+	CommandCounterIncrement();
+	return all_found;
 }

@@ -19,5 +19,8 @@ extern bool weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map);
 extern void weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map,
 								  int ncols, Datum **values, bool **nulls,
 								  int nrows);
+extern bool weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map,
+								  int ncols, Datum **values, bool **nulls,
+								  int nrows);
 
 #endif							/* WEIR_SINK_H */

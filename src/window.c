@@ -54,6 +54,11 @@
 #define SLOT_EMPTY		InvalidDsaPointer
 #define SLOT_DELETED	((dsa_pointer) 1)	/* no allocation sits at offset 1 */
 
+#define SLOT_PTR_MASK	WEIR_SLOT_PTR_MASK
+#define SLOT_TAG(hash)	(((dsa_pointer) (((hash) >> 20) & 0xFFF)) << WEIR_SLOT_TAG_SHIFT)
+
+StaticAssertDecl(sizeof(dsa_pointer) == 8, "slot tags need 64-bit dsa_pointers");
+
 typedef struct Bucket
 {
 	TimestampTz start;			/* hash key */
@@ -78,7 +83,7 @@ typedef struct SessionKey
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
 
 static void retire(WeirWindowStore *store, dsa_pointer dp, bool merged);
-static void maybe_shrink(WeirWindowStore *store);
+static void maybe_shrink(WeirWindowStore *store, uint32 factor);
 static void unindex(WeirWindowStore *store, WeirWindow *w);
 
 static inline WeirWindow *
@@ -203,7 +208,7 @@ resize(WeirWindowStore *store, uint32 capacity)
 
 		if (old_slots[i] == SLOT_EMPTY || old_slots[i] == SLOT_DELETED)
 			continue;
-		w = window_at(store, old_slots[i]);
+		w = window_at(store, old_slots[i] & SLOT_PTR_MASK);
 		for (j = w->hash & (capacity - 1); new_slots[j] != SLOT_EMPTY; j = (j + 1) & (capacity - 1))
 			;
 		new_slots[j] = old_slots[i];
@@ -265,6 +270,7 @@ probe(WeirWindowStore *store, uint32 hash, TimestampTz start, const char *key,
 	dsa_pointer *slots = slot_table(store);
 	uint32		mask = root->capacity - 1;
 	int64		free_slot = -1;
+	dsa_pointer tag = SLOT_TAG(hash);
 
 	for (uint32 i = hash & mask;; i = (i + 1) & mask)
 	{
@@ -281,7 +287,9 @@ probe(WeirWindowStore *store, uint32 hash, TimestampTz start, const char *key,
 				free_slot = i;
 			continue;
 		}
-		w = window_at(store, slots[i]);
+		if ((slots[i] & ~SLOT_PTR_MASK) != tag)
+			continue;			/* another hash: no need to look */
+		w = window_at(store, slots[i] & SLOT_PTR_MASK);
 		if (w->hash == hash && w->start == start && w->keylen == keylen &&
 			memcmp(w->data, key, keylen) == 0)
 		{
@@ -311,7 +319,7 @@ find_or_add(WeirWindowStore *store, TimestampTz start, const char *key,
 	slot = probe(store, hash, start, key, keylen, &found);
 	*created = false;
 	if (found)
-		return slot_table(store)[slot];
+		return slot_table(store)[slot] & SLOT_PTR_MASK;
 	if (!create)
 		return InvalidDsaPointer;
 
@@ -333,7 +341,9 @@ find_or_add(WeirWindowStore *store, TimestampTz start, const char *key,
 	memcpy(w->data, key, keylen);
 	if (slot_table(store)[slot] == SLOT_DELETED)
 		root->deleted--;
-	slot_table(store)[slot] = dp;
+	if ((dp & ~SLOT_PTR_MASK) != 0)
+		elog(ERROR, "dsa_pointer " UINT64_FORMAT " uses more bits than weir's slot tags allow", dp);
+	slot_table(store)[slot] = dp | SLOT_TAG(hash);
 	root->used++;
 	*created = true;
 	return dp;
@@ -432,11 +442,16 @@ weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp)
 	store_free(store, dp, window_size(store->root, w->keylen));
 }
 
-/* Give memory back after many keyed entries left. */
+/*
+ * Give memory back after many keyed entries left.  Reading a backlog, most
+ * entries leave at each checkpoint and as many come back before the next:
+ * only a table 16 times too large shrinks, so that it does not shrink and
+ * grow again every second.
+ */
 void
 weir_window_entry_shrink(WeirWindowStore *store)
 {
-	maybe_shrink(store);
+	maybe_shrink(store, 16);
 }
 
 /* Remove a window from the slot table (its list is the caller's business). */
@@ -665,7 +680,8 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 			if (fire_one(w))
 				fired++;
 			if (end + lateness <= watermark)
-				expired = lappend(expired, (void *) slot_table(store)[iter.next_slot - 1]);
+				expired = lappend(expired,
+								  (void *) (slot_table(store)[iter.next_slot - 1] & SLOT_PTR_MASK));
 		}
 		foreach(lc, expired)
 		{
@@ -675,7 +691,7 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 			retire(store, dp, false);
 		}
 		list_free(expired);
-		maybe_shrink(store);
+		maybe_shrink(store, 2);
 		return fired;
 	}
 
@@ -708,7 +724,7 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 		foreach(lc, emptied)
 			hash_search(store->buckets, lfirst(lc), HASH_REMOVE, NULL);
 		if (emptied != NIL)
-			maybe_shrink(store);
+			maybe_shrink(store, 2);
 		list_free(emptied);
 	}
 	return fired;
@@ -716,13 +732,13 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 
 /* Give memory back after many windows closed. */
 static void
-maybe_shrink(WeirWindowStore *store)
+maybe_shrink(WeirWindowStore *store, uint32 factor)
 {
 	WeirStoreRoot *root = store->root;
 	uint32		target = table_capacity_for(root->used);
 
-	/* a table at most a quarter full gives memory back */
-	if (root->capacity >= target * 2 && root->capacity > 1024)
+	/* a table at most 3/(8 * factor) full gives memory back */
+	if (root->capacity >= target * factor && root->capacity > 1024)
 		(void) resize(store, target);
 }
 
@@ -753,7 +769,7 @@ weir_window_iter_next(WeirWindowIter *iter)
 		dsa_pointer dp = slots[iter->next_slot++];
 
 		if (dp != SLOT_EMPTY && dp != SLOT_DELETED)
-			return window_at(store, dp);
+			return window_at(store, dp & SLOT_PTR_MASK);
 	}
 	return NULL;
 }

@@ -45,6 +45,15 @@ typedef struct WeirWindow
 } WeirWindow;
 
 /*
+ * A slot of a store's table holds an entry's dsa_pointer and, in its top 12
+ * bits, 12 bits of the entry's hash, so that a probe passes most other
+ * entries without reading them (a cache miss each).  A dsa_pointer uses 50
+ * bits (1024 segments of 2^40 bytes, dsa.c); adding an entry checks it.
+ */
+#define WEIR_SLOT_TAG_SHIFT 52
+#define WEIR_SLOT_PTR_MASK ((((dsa_pointer) 1) << WEIR_SLOT_TAG_SHIFT) - 1)
+
+/*
  * The root of a store, in DSA: what a reader in another backend needs to
  * walk it.  `slots` is an open-addressing table of dsa_pointers to windows
  * (0: empty, 1: deleted).  Written only by the worker, under the pipeline
