@@ -76,6 +76,27 @@ INSERT INTO lv_readings (device, temp, note, ts) VALUES
 SELECT weir.checkpoint('latest') > 0 AS checkpointed;
 SELECT device, temp, note FROM latest WHERE device IN (7, 8) ORDER BY device;
 
+-- rounds of newer readings for every device: rows are updated in place,
+-- on pages that fill up (updates that are not HOT need index entries)
+INSERT INTO lv_readings (device, temp, note, ts)
+SELECT d, 1, 'round 1' || repeat('.', 200),
+       '2026-01-01 00:40:00+00'::timestamptz + interval '1 minute' + d * interval '1 ms'
+  FROM generate_series(1, 50) d;
+SELECT weir.checkpoint('latest') > 0 AS checkpointed;
+INSERT INTO lv_readings (device, temp, note, ts)
+SELECT d, 2, 'round 2' || repeat('.', 200),
+       '2026-01-01 00:40:00+00'::timestamptz + interval '2 minute' + d * interval '1 ms'
+  FROM generate_series(1, 50) d;
+SELECT weir.checkpoint('latest') > 0 AS checkpointed;
+INSERT INTO lv_readings (device, temp, note, ts)
+SELECT d, 3, 'round 3' || repeat('.', 200),
+       '2026-01-01 00:40:00+00'::timestamptz + interval '3 minute' + d * interval '1 ms'
+  FROM generate_series(1, 50) d;
+SELECT weir.checkpoint('latest') > 0 AS checkpointed;
+SELECT count(*) AS rows, min(temp) AS min_round, max(temp) AS max_round FROM latest WHERE device <> 7;
+SELECT (SELECT count(*) FROM (SELECT * FROM latest_oracle EXCEPT ALL SELECT * FROM latest) x) AS missing,
+       (SELECT count(*) FROM (SELECT * FROM latest EXCEPT ALL SELECT * FROM latest_oracle) x) AS extra;
+
 -- a restart restores the keys: an older reading still loses afterwards
 SELECT weir.stop('latest');
 DO $$
@@ -87,6 +108,7 @@ BEGIN
 END $$;
 SELECT weir.start('latest');
 INSERT INTO lv_readings (device, temp, note, ts) VALUES (7, 2, 'older again', '2026-01-01 00:20:00+00');
+INSERT INTO lv_readings (device, temp, note, ts) VALUES (7, 1, 'newer', '2026-01-01 00:50:00+00');
 SELECT weir.checkpoint('latest') > 0 AS checkpointed;
 SELECT device, temp, note FROM latest WHERE device = 7;
 SELECT windows AS keys FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id

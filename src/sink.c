@@ -347,8 +347,13 @@ weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
 		if (result != TM_Ok)
 			elog(ERROR, "weir could not update a row of sink \"%s\" (result %d)",
 				 RelationGetRelationName(rel), (int) result);
+		/*
+		 * Not HOT: new index entries.  update = false: true would look up the
+		 * updated columns in a range table this EState does not have (it is
+		 * only a hint for bottom-up index deletion).
+		 */
 		if (update_indexes && rri->ri_NumIndices > 0)
-			list_free(ExecInsertIndexTuples(rri, newslot, estate, true, false, NULL, NIL));
+			list_free(ExecInsertIndexTuples(rri, newslot, estate, false, false, NULL, NIL));
 		ResetPerTupleExprContext(estate);
 		CHECK_FOR_INTERRUPTS();
 	}
