@@ -445,13 +445,13 @@ weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp)
 /*
  * Give memory back after many keyed entries left.  Reading a backlog, most
  * entries leave at each checkpoint and as many come back before the next:
- * only a table 8 times too large shrinks, so that it does not shrink and
- * grow again every second.
+ * then only a table 8 times too large shrinks, so that it does not shrink
+ * and grow again every second; caught up, as windows do.
  */
 void
 weir_window_entry_shrink(WeirWindowStore *store)
 {
-	maybe_shrink(store, 8);
+	maybe_shrink(store, store->backlog ? 8 : 2);
 }
 
 /* Remove a window from the slot table (its list is the caller's business). */

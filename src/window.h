@@ -94,6 +94,8 @@ typedef struct WeirWindowStore
 	WeirStoreRoot *root;
 	int64		limit;			/* bytes; allocation beyond it fails */
 	bool		out_of_memory;	/* an allocation failed: stop */
+	bool		backlog;		/* the worker is behind its sources (keyed
+								 * tables then shrink less, see window.c) */
 	HTAB	   *buckets;		/* tumbling, hopping: window lists by start */
 	HTAB	   *sessions;		/* session: window lists by key */
 	List	   *retired;		/* WeirRetired *, until the next checkpoint */

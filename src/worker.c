@@ -801,6 +801,7 @@ run(WeirWorker *w)
 		begin_round();
 		pgstat_report_activity(STATE_RUNNING, "weir: reading");
 		got = read_round(w, now, &lag, &caught_up);
+		w->store->backlog = !caught_up;
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 		if (w->dedup && w->dedup->ids)
