@@ -33,45 +33,21 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use List::Util qw(shuffle);
-use Time::HiRes qw(usleep time);
+use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use WeirBench;
 
-sub env_or
-{
-	my ($name, $default) = @_;
-	return defined $ENV{$name} && $ENV{$name} ne '' ? $ENV{$name} : $default;
-}
-
-my $target    = env_or('WEIR_TAP_EVENTS',  1_000_000);
-my $seconds   = env_or('WEIR_TAP_SECONDS', 40);
-my $seed      = env_or('WEIR_TAP_SEED',    int(time()) ^ $$);
+my ($target, $seconds, $seed) = crash_test_knobs();
 my $keys      = 10_000;
 my $producers = 6;
 my $deadline  = 300;    # seconds for the produce phase, crashes included
 
-# pgbench's rate (transactions of 1000 events on average) that spreads the
-# events over $seconds, so that the crashes fall while the producers run
-my $rate = $target / 1000.0 / $seconds;
-$rate = 1 if $rate < 1;
+# pgbench's rate: transactions of 1000 events on average
+my $rate = bench_rate($target, 1000.0, $seconds);
 
 my $t_start = time;
-my $node    = PostgreSQL::Test::Cluster->new('pipeline_exactly_once');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'weir'
-weir.database = 'postgres'
-weir.launcher_naptime = 200
-restart_after_crash = on
-max_connections = 40
-max_worker_processes = 20
-log_statement = none
-});
-$node->start;
+my $node    = start_weir_node('pipeline_exactly_once', crash_test_conf(20));
 
 my $aggregates = 'count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi';
 my $origin     = q{timestamptz '1970-01-01 00:00:00+00'};
@@ -122,18 +98,12 @@ SELECT weir.create_pipeline('session', 'ev', key => 'k', event_time => 'ts',
 	}
 }
 my $npipelines = scalar(@pipelines);
-
-ok( $node->poll_query_until(
-		'postgres',
-		'SELECT count(*) FROM weir.pipelines WHERE worker_pid IS NOT NULL',
-		$npipelines),
-	"all $npipelines pipelines run");
+wait_pipelines_running($node, $npipelines);
 
 # Producers: batches of 500 to 1500 events over $keys keys; event time is
 # the shared clock (1 ms per event) minus up to 20 s of disorder.
-my $producer_script = "$PostgreSQL::Test::Utils::tmp_check/weir_pipeline_producer.sql";
-PostgreSQL::Test::Utils::append_to_file(
-	$producer_script, qq{\\set n random(500, 1500)
+my $producer_script = bench_script(
+	'weir_pipeline_producer.sql', qq{\\set n random(500, 1500)
 INSERT INTO ev (k, v, ts)
 SELECT floor(random() * $keys)::int,
 	   floor(random() * 2000001)::bigint - 1000000,
@@ -141,128 +111,28 @@ SELECT floor(random() * $keys)::int,
   FROM (SELECT nextval('clock') AS s FROM generate_series(1, :n)) g;
 });
 
-
-
-
-
-
-sub committed_rows
-{
-	my ($ret, $out) = $node->psql('postgres', 'SELECT count(*) FROM ev');
-	return $ret == 0 && $out =~ /^\d+$/ ? $out : undef;
-}
-
-sub wait_backends_gone
-{
-	my ($app) = @_;
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name = '$app'",
-			'0'),
-		"no $app backend left");
-}
-
-# After a crash: every pipeline has a worker again and has recorded a
-# restore for it (so the next crash hits restored workers).
-sub wait_pipelines_restored
-{
-	my ($restores, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres', qq{
-SELECT bool_and(s.worker_pid IS NOT NULL
-				AND (SELECT count(*) FROM weir.restores r WHERE r.pipeline_id = p.id) >= $restores)
-	   AND count(*) = $npipelines
-  FROM weir.pipeline p JOIN weir.pipelines s ON s.name = p.name}),
-		"every pipeline restored its checkpoint after $what");
-}
-
 # Four crashes at random moments of the run, placed by progress: three
 # kill -9 of a pipeline worker and one immediate stop, in random order.
-srand($seed);
-note "seed $seed (set WEIR_TAP_SEED to place the crashes the same way)";
-my @crash_at;
-for my $i (0 .. 3)
-{
-	push @crash_at, int($target * (0.10 + 0.20 * $i + rand(0.15)));
-}
-my @crash_kind = shuffle('kill', 'kill', 'kill', 'immediate');
-note "crash " . ($_ + 1) . ": $crash_kind[$_] at >= $crash_at[$_] rows" for 0 .. 3;
-
-start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
-
-my $t0      = time;
-my $rows    = 0;
-my $crashes = 0;
-my @killed_pids;
-while (1)
-{
-	my $n = committed_rows();
-	$rows = $n if defined $n;
-	last if $crashes == 4 && $rows >= $target;
-
-	if (time - $t0 > $deadline)
-	{
-		fail("reached $target events in $deadline s (have $rows)");
-		last;
-	}
-
-	if ($crashes < 4 && $rows >= $crash_at[$crashes])
-	{
-		# a little more randomness than the polling gives
-		usleep(int(rand(400_000)));
-		my $what;
-		if ($crash_kind[$crashes] eq 'kill')
-		{
-			my ($ret, $pid) = $node->psql(
-				'postgres', q{
+my @plan = plan_crashes($seed, $target, 0.10, 0.20, 0.15, 'kill', 'kill', 'kill', 'immediate');
+my $run = produce_with_crashes(
+	node      => $node,
+	benches   => [ [ 'producer', $producer_script, $producers, '-R', $rate ] ],
+	rows      => sub { try_count($node, 'SELECT count(*) FROM ev') },
+	target    => $target,
+	deadline  => $deadline,
+	unit      => 'events',
+	plan      => \@plan,
+	pipelines => $npipelines,
+	victim    => sub {
+		my ($ret, $out) = $node->psql(
+			'postgres', q{
 SELECT worker_pid || ' ' || name FROM weir.pipelines
  WHERE worker_pid IS NOT NULL ORDER BY random() LIMIT 1});
-			if ($ret != 0 || $pid eq '')
-			{
-				usleep(50_000);
-				next;
-			}
-			my $name;
-			($pid, $name) = split / /, $pid;
-			my $offset = -s $node->logfile;
-			$what = sprintf('crash %d (kill -9 of the worker of pipeline %s, PID %d) at %d rows',
-				$crashes + 1, $name, $pid, $rows);
-			note sprintf('%.1f s: %s', time - $t0, $what);
-			kill 'KILL', $pid;
-			push @killed_pids, $pid;
-			$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
-			ok(wait_server_up($node), "server back after $what");
-			end_bench('producer', 0);
-		}
-		else
-		{
-			$what = sprintf('crash %d (immediate stop) at %d rows', $crashes + 1, $rows);
-			note sprintf('%.1f s: %s', time - $t0, $what);
-			$node->stop('immediate');
-			end_bench('producer', 0);
-			$node->start;
-		}
-		$crashes++;
-		start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
-		wait_pipelines_restored($crashes + 1, $what);
-		next;
-	}
-
-	# a pgbench that ended on its own (all its clients failed) is restarted
-	if (!bench_running('producer'))
-	{
-		diag "pgbench producer ended unexpectedly: " . bench_stderr('producer');
-		end_bench('producer', 0);
-		start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
-	}
-	usleep(250_000);
-}
-my $t_produced = time;
-note sprintf("produced %d events in %.1f s", $rows, $t_produced - $t0);
-is($crashes, 4, 'all four crashes happened');
-
-end_bench('producer', 1);
-wait_backends_gone('weir_producer');
+		return () if $ret != 0 || $out eq '';
+		my ($pid, $name) = split / /, $out;
+		return ($pid, "the worker of pipeline $name", $name);
+	});
+my $t_produced = $run->{t_end};
 
 my $events = $node->safe_psql('postgres', 'SELECT count(*) FROM ev');
 cmp_ok($events, '>=', $target, "the topic holds at least $target events");
@@ -274,13 +144,7 @@ is($node->safe_psql('postgres', "SELECT count(DISTINCT k) FROM ev"),
 $node->safe_psql('postgres',
 	q{INSERT INTO ev (part, k, v, ts)
 	  SELECT p, -1, 0, timestamptz '2100-01-01 00:00:00+00' FROM generate_series(0, 3) p});
-for my $p (@pipelines)
-{
-	my ($ret, $out, $err) =
-	  $node->psql('postgres', "SELECT weir.checkpoint('$p', '180 s')");
-	is($ret, 0, "pipeline $p took a checkpoint covering every event")
-	  or diag $err;
-}
+checkpoint_each($node, 'event', @pipelines);
 my $t_caught_up = time;
 note sprintf("pipelines caught up %.1f s after the producers ended", $t_caught_up - $t_produced);
 
@@ -315,10 +179,7 @@ SELECT k, min(ts) AS window_start, max(ts) + $gap AS window_end,
 my $cols = 'k, window_start, window_end, n, total, lo, hi';
 for my $p (@pipelines)
 {
-	my $wm = $node->safe_psql(
-		'postgres', qq{
-SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = '$p' ORDER BY c.id DESC LIMIT 1});
+	my $wm = last_watermark($node, $p);
 	note "pipeline $p: final watermark $wm";
 	$node->safe_psql(
 		'postgres', qq{
@@ -336,26 +197,18 @@ WITH src AS (SELECT * FROM ev WHERE k >= 0)
 SELECT count(*) FROM ($oracle{$p}) o WHERE window_end > '$wm'});
 	is($late_windows, '0', "pipeline $p: the final watermark closed every window of the events");
 
-	my $sink_rows   = $node->safe_psql('postgres', "SELECT count(*) FROM $p");
-	my $oracle_rows = $node->safe_psql('postgres', "SELECT count(*) FROM oracle_$p");
-	note "pipeline $p: sink $sink_rows rows, oracle $oracle_rows rows";
-	cmp_ok($oracle_rows, '>', 0, "pipeline $p: the oracle has rows");
-	is($sink_rows, $oracle_rows, "pipeline $p: the sink has as many rows as the oracle");
-	my $extra = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM $p EXCEPT SELECT $cols FROM oracle_$p ORDER BY 1, 2 LIMIT 20});
-	is($extra, '', "pipeline $p: every sink row is an oracle row");
-	my $missing = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM oracle_$p EXCEPT SELECT $cols FROM $p ORDER BY 1, 2 LIMIT 20});
-	is($missing, '', "pipeline $p: every oracle row is in the sink");
-	if ($extra ne '' || $missing ne '')
-	{
-		diag "pipeline $p: sink rows that differ from the oracle (first 20):\n$extra";
-		diag "pipeline $p: oracle rows that differ from the sink (first 20):\n$missing";
-		diag "pipeline $p: the oracle for the keys and windows above:\n"
-		  . $node->safe_psql(
-			'postgres', qq{
+	# sets (EXCEPT): the sink's primary key rules out repeated rows
+	compare_with_oracle(
+		$node,
+		pipeline => $p,
+		cols     => $cols,
+		order    => '1, 2',
+		except   => 'EXCEPT',
+		diag     => sub {
+			my ($k, $start, $end) = @_;
+			return "pipeline $p: the oracle for the keys and windows above:\n"
+			  . $node->safe_psql(
+				'postgres', qq{
 SELECT 'sink' AS side, $cols FROM $p
  WHERE (k, window_start) IN (SELECT k, window_start FROM (SELECT $cols FROM $p EXCEPT SELECT $cols FROM oracle_$p) d
 							 UNION SELECT k, window_start FROM (SELECT $cols FROM oracle_$p EXCEPT SELECT $cols FROM $p) d)
@@ -363,13 +216,12 @@ UNION ALL
 SELECT 'oracle', $cols FROM oracle_$p
  WHERE (k, window_start) IN (SELECT k, window_start FROM (SELECT $cols FROM $p EXCEPT SELECT $cols FROM oracle_$p) d
 							 UNION SELECT k, window_start FROM (SELECT $cols FROM oracle_$p EXCEPT SELECT $cols FROM $p) d)
-ORDER BY 2, 3, 1 LIMIT 40});
-		my ($k, $start, $end) = split /\|/, (split /\n/, ($extra ne '' ? $extra : $missing))[0];
-		diag "pipeline $p: the events of key $k from $start to $end (part|pos|ts|v):\n"
-		  . $node->safe_psql(
-			'postgres', qq{
+ORDER BY 2, 3, 1 LIMIT 40})
+			  . "\npipeline $p: the events of key $k from $start to $end (part|pos|ts|v):\n"
+			  . $node->safe_psql(
+				'postgres', qq{
 SELECT part, pos, ts, v FROM ev WHERE k = $k AND ts >= '$start' AND ts < '$end' ORDER BY ts});
-	}
+		});
 }
 
 if (!$have_session)
@@ -386,22 +238,7 @@ my $t_compared = time;
 note sprintf("compared the sinks with their oracles in %.1f s", $t_compared - $t_caught_up);
 
 # The pipelines' own account of the run
-for my $p (@pipelines)
-{
-	my $row = $node->safe_psql(
-		'postgres', qq{
-SELECT status, records_late, records_dead, coalesce(last_error, ''),
-	   (SELECT count(*) FROM weir.restores r JOIN weir.pipeline q ON q.id = r.pipeline_id
-		 WHERE q.name = s.name)
-  FROM weir.pipelines s WHERE name = '$p'});
-	my ($status, $late, $dead, $error, $restores) = split /\|/, $row;
-	is($status, 'running', "pipeline $p is running");
-	is($late,   '0',       "pipeline $p: records_late = 0");
-	is($dead,   '0',       "pipeline $p: records_dead = 0");
-	is($error,  '',        "pipeline $p: no last_error");
-	cmp_ok($restores, '>=', 5,
-		"pipeline $p restored a checkpoint at its start and after each of the 4 crashes ($restores restores)");
-}
+check_pipeline_account($node, $_, scalar(@plan)) for @pipelines;
 is($node->safe_psql('postgres', 'SELECT count(*) FROM weir.dead_letters'),
 	'0', 'no dead letters');
 
@@ -412,10 +249,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM weir.dead_letters'),
 my $all_events = $node->safe_psql('postgres', 'SELECT count(*) FROM ev');
 for my $p (@pipelines)
 {
-	is( $node->safe_psql(
-			'postgres', qq{
-SELECT sum(c.records_in) FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = '$p'}),
+	is(checkpoint_sum($node, $p, 'records_in'),
 		$all_events,
 		"pipeline $p: its committed checkpoints account for every event of the topic once");
 }
@@ -430,25 +264,7 @@ SELECT string_agg(format('%s: %s checkpoints, %s restores, %s sink rows written 
   FROM weir.pipeline p});
 
 # The server log: the intended crashes, nothing else.
-my $log = slurp_file($node->logfile);
-my @panic = grep { /PANIC|TRAP:/ } split /\n/, $log;
-is(scalar(@panic), 0, 'no PANIC or TRAP in the server log')
-  or diag join("\n", @panic[ 0 .. ($#panic < 20 ? $#panic : 20) ]);
-my @signals = grep { /terminated by signal|exited with exit code/ } split /\n/, $log;
-my @killed = grep { /terminated by signal 9/ } @signals;
-is(scalar(@killed), 3, 'exactly three processes were killed by signal 9 (the intended crashes)')
-  or diag join("\n", @killed);
-for my $pid (@killed_pids)
-{
-	ok(scalar(grep { /weir worker.*\(PID $pid\) was terminated by signal 9/ } @killed),
-		"the log names the killed weir worker $pid");
-}
-my @other_signals = grep { !/terminated by signal 9/ } @signals;
-is(scalar(@other_signals), 0, 'no other process died abnormally')
-  or diag join("\n", @other_signals[ 0 .. ($#other_signals < 20 ? $#other_signals : 20) ]);
-my @errors = grep { /\bERROR:/ } split /\n/, $log;
-is(scalar(@errors), 0, 'no ERROR in the server log')
-  or diag join("\n", @errors[ 0 .. ($#errors < 20 ? $#errors : 20) ]);
+check_crash_log($node, 3, @{ $run->{killed} });
 
 $node->stop;
 note sprintf("whole test: %.1f s", time - $t_start);

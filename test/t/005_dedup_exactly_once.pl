@@ -54,44 +54,22 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use List::Util qw(shuffle);
-use Time::HiRes qw(usleep time);
+use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use WeirBench;
 
-sub env_or
-{
-	my ($name, $default) = @_;
-	return defined $ENV{$name} && $ENV{$name} ne '' ? $ENV{$name} : $default;
-}
-
-my $target    = env_or('WEIR_TAP_EVENTS',  1_000_000);
-my $seconds   = env_or('WEIR_TAP_SECONDS', 40);
-my $seed      = env_or('WEIR_TAP_SEED',    int(time()) ^ $$);
+my ($target, $seconds, $seed) = crash_test_knobs();
 my $producers = 6;
 my $deadline  = 300;    # seconds for the produce phase, crashes included
 my $horizon   = q{interval '1 minute'};
 my $origin    = q{timestamptz '1970-01-01 00:00:00+00'};
 
-# pgbench's rate (transactions of about 1100 records) that spreads the
-# records over $seconds, so that the crashes fall while the producers run
-my $rate = $target / 1100.0 / $seconds;
-$rate = 1 if $rate < 1;
+# pgbench's rate: transactions of about 1100 records
+my $rate = bench_rate($target, 1100.0, $seconds);
 
 my $t_start = time;
-my $node    = PostgreSQL::Test::Cluster->new('dedup_exactly_once');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'weir'
-weir.database = 'postgres'
-weir.launcher_naptime = 200
-restart_after_crash = on
-max_connections = 40
-max_worker_processes = 20
-log_statement = none
-});
-$node->start;
+my $node    = start_weir_node('dedup_exactly_once', crash_test_conf(20));
 
 $node->safe_psql(
 	'postgres', qq{
@@ -112,48 +90,16 @@ SELECT weir.create_pipeline('per_shop', 'ev_unique', key => 'shop', event_time =
 							aggregates => 'count(*) AS n, sum(amount) AS total',
 							out_of_orderness => '1 minute',
 							late_records => 'per_shop_late');
--- Wait (up to 10 s) until the worker with this PID is in a checkpoint,
--- then write the id of the pipeline's last committed checkpoint (read
--- before seeing it there) to a file and kill -9 the worker.  Killing from
--- here takes a millisecond or two, so the kill lands inside the checkpoint
--- as a rule.  Returns false if it never saw the worker in a checkpoint.
-CREATE FUNCTION kill_in_checkpoint(pipeline text, worker integer, file text) RETURNS boolean
-LANGUAGE plpgsql AS \$\$
-DECLARE
-	last bigint;
-BEGIN
-	FOR i IN 1..10000 LOOP
-		SELECT coalesce(max(c.id), 0) INTO last
-		  FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
-		 WHERE p.name = pipeline;
-		PERFORM pg_stat_clear_snapshot();
-		IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = worker AND query = 'weir: checkpoint') THEN
-			EXECUTE format('COPY (SELECT %s) TO %L', last, file);
-			-- the program reads what COPY writes: no broken pipe
-			EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'kill -9 ' || worker || '; exec cat >/dev/null');
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.001);
-	END LOOP;
-	RETURN false;
-END
-\$\$;
 });
 my @dedups    = ('dedup_table', 'dedup_topic');
 my @pipelines = (@dedups, 'per_shop');
 my $npipelines = scalar(@pipelines);
-
-ok( $node->poll_query_until(
-		'postgres',
-		'SELECT count(*) FROM weir.pipelines WHERE worker_pid IS NOT NULL',
-		$npipelines),
-	"all $npipelines pipelines run");
+wait_pipelines_running($node, $npipelines);
 
 # Producers: batches of 500 to 1500 records, and a copy of about one in
 # ten of them (a retry: same id, same event time, another amount).
-my $producer_script = "$PostgreSQL::Test::Utils::tmp_check/weir_dedup_producer.sql";
-PostgreSQL::Test::Utils::append_to_file(
-	$producer_script, qq{\\set n random(500, 1500)
+my $producer_script = bench_script(
+	'weir_dedup_producer.sql', qq{\\set n random(500, 1500)
 WITH r AS (
 	SELECT s / 4 + floor(random() * 45000)::bigint AS id,
 		   timestamptz '2024-01-01 00:00:00+00' + (s - floor(random() * 20000)) * interval '1 ms' AS ts
@@ -163,163 +109,27 @@ SELECT id, (id % 100)::int, floor(random() * 2000001)::bigint - 1000000, ts
   FROM (SELECT id, ts FROM r UNION ALL SELECT id, ts FROM r WHERE random() < 0.1) c;
 });
 
-sub committed_rows
-{
-	my ($ret, $out) = $node->psql('postgres', 'SELECT count(*) FROM ev');
-	return $ret == 0 && $out =~ /^\d+$/ ? $out : undef;
-}
-
-# After a crash: every pipeline has a worker again and has recorded a
-# restore for it (so the next crash hits restored workers).
-sub wait_pipelines_restored
-{
-	my ($restores, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres', qq{
-SELECT bool_and(s.worker_pid IS NOT NULL
-				AND (SELECT count(*) FROM weir.restores r WHERE r.pipeline_id = p.id) >= $restores)
-	   AND count(*) = $npipelines
-  FROM weir.pipeline p JOIN weir.pipelines s ON s.name = p.name}),
-		"every pipeline restored its checkpoint after $what");
-}
-
 # Six crashes at moments of the run placed by progress, in random order:
 # five kill -9 of a dedup worker (each dedup at least twice), three of them
 # at a random moment and two as soon as the worker is seen in a checkpoint
 # (its transaction writing sink rows, chunks and positions), and one
 # immediate stop.
-srand($seed);
-note "seed $seed (set WEIR_TAP_SEED to place the crashes the same way)";
-my $ncrashes = 6;
-my @crash_at;
-for my $i (0 .. $ncrashes - 1)
-{
-	push @crash_at, int($target * (0.08 + 0.14 * $i + rand(0.10)));
-}
-my @crash_kind =
-  shuffle('kill', 'kill', 'kill', 'kill in checkpoint', 'kill in checkpoint', 'immediate');
+my @plan = plan_crashes($seed, $target, 0.08, 0.14, 0.10,
+	'kill', 'kill', 'kill', 'kill in checkpoint', 'kill in checkpoint', 'immediate');
+my $ncrashes    = scalar(@plan);
 my @kill_target = shuffle(@dedups, @dedups, $dedups[ int(rand(2)) ]);
-my $nkills = scalar(@kill_target);
-note "crash " . ($_ + 1) . ": $crash_kind[$_] at >= $crash_at[$_] rows" for 0 .. $ncrashes - 1;
-
-start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
-
-my $t0      = time;
-my $rows    = 0;
-my $crashes = 0;
-my @killed_pids;
-my $killed_in_checkpoint;    # the pipeline of a kill in a checkpoint
-my $interrupted = 0;          # checkpoints interrupted by such kills
-my $last_file = "$PostgreSQL::Test::Utils::tmp_check/weir_last_checkpoint";
-while (1)
-{
-	my $n = committed_rows();
-	$rows = $n if defined $n;
-	last if $crashes == $ncrashes && $rows >= $target;
-
-	if (time - $t0 > $deadline)
-	{
-		fail("reached $target records in $deadline s (have $rows)");
-		last;
-	}
-
-	if ($crashes < $ncrashes && $rows >= $crash_at[$crashes])
-	{
-		my $kind = $crash_kind[$crashes];
-		my $what;
-		if ($kind =~ /^kill/)
-		{
-			my $name = $kill_target[0];
-			# a little more randomness than the polling gives
-			usleep(int(rand(400_000)));
-			my ($ret, $pid) = $node->psql('postgres',
-				"SELECT worker_pid FROM weir.pipelines WHERE name = '$name' AND worker_pid IS NOT NULL");
-			if ($ret != 0 || $pid eq '')
-			{
-				usleep(50_000);
-				next;
-			}
-			shift @kill_target;
-			my $offset = -s $node->logfile;
-			if ($kind eq 'kill')
-			{
-				kill 'KILL', $pid;
-			}
-			else
-			{
-				unlink $last_file;
-				my ($r, $killed) = $node->psql('postgres',
-					"SELECT kill_in_checkpoint('$name', $pid, '$last_file')");
-				my $seen = !($r == 0 && $killed eq 'f');
-				ok($seen, "the worker of pipeline $name was seen in a checkpoint within 10 s");
-				kill 'KILL', $pid unless $seen;
-			}
-			push @killed_pids, $pid;
-			$what = sprintf('crash %d (kill -9 of the worker of pipeline %s, PID %d%s) at %d rows',
-				$crashes + 1, $name, $pid,
-				$kind eq 'kill' ? '' : ', seen in a checkpoint', $rows);
-			note sprintf('%.1f s: %s', time - $t0, $what);
-			$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
-			ok(wait_server_up($node), "server back after $what");
-			end_bench('producer', 0);
-			$killed_in_checkpoint = $name if $kind ne 'kill';
-		}
-		else
-		{
-			usleep(int(rand(400_000)));
-			$what = sprintf('crash %d (immediate stop) at %d rows', $crashes + 1, $rows);
-			note sprintf('%.1f s: %s', time - $t0, $what);
-			$node->stop('immediate');
-			end_bench('producer', 0);
-			$node->start;
-		}
-		$crashes++;
-		start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
-		wait_pipelines_restored($crashes + 1, $what);
-		if (defined $killed_in_checkpoint)
-		{
-			# the pipeline restored the checkpoint that was the last
-			# before the worker was seen in one: that one was interrupted
-			my $last = -e $last_file ? slurp_file($last_file) : '';
-			chomp $last;
-			my $restored = $node->safe_psql(
-				'postgres', qq{
-SELECT r.checkpoint_id FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
- WHERE p.name = '$killed_in_checkpoint' ORDER BY r.restored_at DESC LIMIT 1});
-			if ($last ne '' && $restored eq $last)
-			{
-				$interrupted++;
-				note "the kill interrupted checkpoint " . ($last + 1) . " of $killed_in_checkpoint";
-			}
-			else
-			{
-				note "the kill came after the checkpoint of $killed_in_checkpoint had committed";
-			}
-			$killed_in_checkpoint = undef;
-		}
-		next;
-	}
-
-	# a pgbench that ended on its own (all its clients failed) is restarted
-	if (!bench_running('producer'))
-	{
-		diag "pgbench producer ended unexpectedly: " . bench_stderr('producer');
-		end_bench('producer', 0);
-		start_bench($node, 'producer', $producer_script, $producers, '-R', $rate);
-	}
-	usleep(250_000);
-}
-my $t_produced = time;
-note sprintf("produced %d records in %.1f s", $rows, $t_produced - $t0);
-is($crashes, $ncrashes, "all $ncrashes crashes happened");
-note "$interrupted of the 2 kills aimed at a checkpoint interrupted one";
-
-end_bench('producer', 1);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weir_producer'",
-		'0'),
-	'no producer backend left');
+my $nkills      = scalar(@kill_target);
+my $run         = produce_with_crashes(
+	node      => $node,
+	benches   => [ [ 'producer', $producer_script, $producers, '-R', $rate ] ],
+	rows      => sub { try_count($node, 'SELECT count(*) FROM ev') },
+	target    => $target,
+	deadline  => $deadline,
+	unit      => 'records',
+	plan      => \@plan,
+	pipelines => $npipelines,
+	victim    => workers_in_turn($node, @kill_target));
+my $t_produced = $run->{t_end};
 
 my $records = $node->safe_psql('postgres', 'SELECT count(*) FROM ev');
 cmp_ok($records, '>=', $target, "the topic holds at least $target records");
@@ -337,13 +147,7 @@ SELECT DISTINCT ON (hashint8extended(i, 0) & 3) i, -1, 0, timestamptz '2100-01-0
  ORDER BY hashint8extended(i, 0) & 3, i DESC});
 is($node->safe_psql('postgres', 'SELECT count(DISTINCT part) FROM ev WHERE id < 0'),
 	'4', 'a far-future record in every partition of ev');
-for my $p (@pipelines)
-{
-	my ($ret, $out, $err) =
-	  $node->psql('postgres', "SELECT weir.checkpoint('$p', '180 s')");
-	is($ret, 0, "pipeline $p took a checkpoint covering every record")
-	  or diag $err;
-}
+checkpoint_each($node, 'record', @pipelines);
 is($node->safe_psql('postgres', 'SELECT count(DISTINCT part) FROM ev_unique WHERE id < 0'),
 	'4', 'a far-future record in every partition of ev_unique');
 my $t_caught_up = time;
@@ -380,39 +184,34 @@ cmp_ok($ndup,          '>', $records / 5,  'many records are duplicates within t
 cmp_ok($nrepeat,       '>', $records / 20, 'many records repeat an id seen outside the horizon');
 cmp_ok($ndup_disorder, '>', $records / 20, 'many duplicates came after a copy with a later event time');
 
-# Compare a relation with the oracle's records: counts and EXCEPT ALL both
-# ways, with the first differences and the records of their ids on failure.
-sub compare_with_oracle
+# Compare a relation with the oracle's records, with the records of the
+# first differing id on failure.
+sub compare_with_dedup_oracle
 {
 	my ($what, $rel) = @_;
 	my $cols = 'id, shop, amount, ts';
-	my $n = $node->safe_psql('postgres', "SELECT count(*) FROM $rel");
-	is($n, $nkept, "$what: as many rows as the oracle ($nkept)");
-	my $extra = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM $rel EXCEPT ALL SELECT $cols FROM oracle ORDER BY 1, 4 LIMIT 20});
-	is($extra, '', "$what: every row is an oracle row, once");
-	my $missing = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM oracle EXCEPT ALL SELECT $cols FROM $rel ORDER BY 1, 4 LIMIT 20});
-	is($missing, '', "$what: every oracle row is there, once");
-	if ($extra ne '' || $missing ne '')
-	{
-		diag "$what: rows not in the oracle (first 20; id|shop|amount|ts):\n$extra";
-		diag "$what: oracle rows missing (first 20):\n$missing";
-		my $id = (split /\|/, (split /\n/, ($extra ne '' ? $extra : $missing))[0])[0];
-		diag "$what: the records of id $id in ev (part|pos|amount|ts|kept by the oracle):\n"
-		  . $node->safe_psql(
-			'postgres', qq{
+	compare_with_oracle(
+		$node,
+		label    => $what,
+		sink     => $rel,
+		oracle   => 'oracle',
+		cols     => $cols,
+		order    => '1, 4',
+		nonempty => 0,
+		diag     => sub {
+			my ($id) = @_;
+			return "$what: the records of id $id in ev (part|pos|amount|ts|kept by the oracle):\n"
+			  . $node->safe_psql(
+				'postgres', qq{
 SELECT part, pos, amount, ts, EXISTS (SELECT 1 FROM oracle o WHERE o.part = e.part AND o.pos = e.pos)
-  FROM ev e WHERE id = $id ORDER BY pos});
-		diag "$what: the rows of id $id there:\n"
-		  . $node->safe_psql('postgres', "SELECT $cols FROM $rel WHERE id = $id ORDER BY ts");
-	}
+  FROM ev e WHERE id = $id ORDER BY pos})
+			  . "\n$what: the rows of id $id there:\n"
+			  . $node->safe_psql('postgres', "SELECT $cols FROM $rel WHERE id = $id ORDER BY ts");
+		});
 }
 
-compare_with_oracle('dedup table sink', 'dedup_table');
-compare_with_oracle('chain topic ev_unique', 'ev_unique');
+compare_with_dedup_oracle('dedup table sink', 'dedup_table');
+compare_with_dedup_oracle('chain topic ev_unique', 'ev_unique');
 is( $node->safe_psql(
 		'postgres', q{
 SELECT count(*) FROM ev_unique u
@@ -420,10 +219,7 @@ SELECT count(*) FROM ev_unique u
 	'0', 'chain topic ev_unique: each row is in the partition of its id in ev');
 
 # The second stage: the windows the final watermark closed.
-my $wm = $node->safe_psql(
-	'postgres', q{
-SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = 'per_shop' ORDER BY c.id DESC LIMIT 1});
+my $wm = last_watermark($node, 'per_shop');
 note "pipeline per_shop: final watermark $wm";
 my $window_oracle = qq{
 SELECT shop, date_bin('1 minute', ts, $origin) AS window_start,
@@ -435,27 +231,11 @@ $node->safe_psql('postgres',
 is( $node->safe_psql(
 		'postgres', "SELECT count(*) FROM ($window_oracle) o WHERE window_end > '$wm'"),
 	'0', 'pipeline per_shop: the final watermark closed every window of the records');
-{
-	my $cols   = 'shop, window_start, window_end, n, total';
-	my $sink   = $node->safe_psql('postgres', 'SELECT count(*) FROM per_shop');
-	my $oracle = $node->safe_psql('postgres', 'SELECT count(*) FROM oracle_per_shop');
-	note "pipeline per_shop: sink $sink rows, oracle $oracle rows";
-	cmp_ok($oracle, '>', 0, 'pipeline per_shop: the oracle has rows');
-	is($sink, $oracle, 'pipeline per_shop: the sink has as many rows as the oracle');
-	my $extra = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM per_shop EXCEPT ALL SELECT $cols FROM oracle_per_shop ORDER BY 1, 2 LIMIT 20});
-	is($extra, '', 'pipeline per_shop: every sink row is an oracle row');
-	my $missing = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM oracle_per_shop EXCEPT ALL SELECT $cols FROM per_shop ORDER BY 1, 2 LIMIT 20});
-	is($missing, '', 'pipeline per_shop: every oracle row is in the sink');
-	if ($extra ne '' || $missing ne '')
-	{
-		diag "pipeline per_shop: sink rows not in the oracle (first 20):\n$extra";
-		diag "pipeline per_shop: oracle rows not in the sink (first 20):\n$missing";
-	}
-}
+compare_with_oracle(
+	$node,
+	pipeline => 'per_shop',
+	cols     => 'shop, window_start, window_end, n, total',
+	order    => '1, 2');
 
 my $t_compared = time;
 note sprintf("compared the sinks with their oracles in %.1f s", $t_compared - $t_caught_up);
@@ -466,31 +246,13 @@ note sprintf("compared the sinks with their oracles in %.1f s", $t_compared - $t
 # sink or dropped.
 for my $p (@pipelines)
 {
-	my $row = $node->safe_psql(
-		'postgres', qq{
-SELECT status, records_in, records_out, records_dropped, records_late, records_dead,
-	   coalesce(last_error, ''),
-	   (SELECT count(*) FROM weir.restores r JOIN weir.pipeline q ON q.id = r.pipeline_id
-		 WHERE q.name = s.name),
-	   (SELECT count(*) FROM ${p}_late)
-  FROM weir.pipelines s WHERE name = '$p'});
-	my ($status, $in, $out, $dropped, $late, $dead, $error, $restores, $late_rows) =
-	  split /\|/, $row;
-	is($status,    'running', "pipeline $p is running");
-	is($late,      '0',       "pipeline $p: records_late = 0");
-	is($late_rows, '0',       "pipeline $p: its late-records table is empty");
-	is($dead,      '0',       "pipeline $p: records_dead = 0");
-	is($error,     '',        "pipeline $p: no last_error");
-	cmp_ok($restores, '>=', $ncrashes + 1,
-		"pipeline $p restored a checkpoint at its start and after each of the $ncrashes crashes ($restores restores)");
+	my %row = check_pipeline_account($node, $p, $ncrashes);
+	is($node->safe_psql('postgres', "SELECT count(*) FROM ${p}_late"),
+		'0', "pipeline $p: its late-records table is empty");
 	next unless grep { $_ eq $p } @dedups;
-	cmp_ok(
-		$node->safe_psql(
-			'postgres', qq{
-SELECT count(*) FROM weir.restores r JOIN weir.pipeline q ON q.id = r.pipeline_id
- WHERE q.name = '$p' AND r.windows > 0}),
-		'>=', $ncrashes,
-		"pipeline $p restored ids from its chunks after each crash");
+	cmp_ok(restores_with_state($node, $p),
+		'>=', $ncrashes, "pipeline $p restored ids from its chunks after each crash");
+	my ($in, $out, $dropped) = @row{qw(in out dropped)};
 	note "pipeline $p since its last start: $in in, $out out, $dropped dropped";
 	cmp_ok($dropped, '>', 0, "pipeline $p: records_dropped > 0");
 	cmp_ok($dropped, '<=', $ndup,
@@ -507,19 +269,13 @@ my $unique = $node->safe_psql('postgres', 'SELECT count(*) FROM ev_unique');
 my %source_rows = (dedup_table => $records + 4, dedup_topic => $records + 4, per_shop => $unique);
 for my $p (@pipelines)
 {
-	is( $node->safe_psql(
-			'postgres', qq{
-SELECT sum(c.records_in) FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = '$p'}),
+	is(checkpoint_sum($node, $p, 'records_in'),
 		$source_rows{$p},
 		"pipeline $p: its committed checkpoints account for every record of its source once");
 }
 for my $p (@dedups)
 {
-	is( $node->safe_psql(
-			'postgres', qq{
-SELECT sum(c.sink_rows) FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = '$p'}),
+	is(checkpoint_sum($node, $p, 'sink_rows'),
 		$nkept,
 		"pipeline $p: its committed checkpoints wrote every kept record once");
 }
@@ -545,25 +301,7 @@ SELECT string_agg(format('%s restored %s: %s ids from %s bytes', p.name, r.check
   FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id WHERE p.operator = 'dedup'});
 
 # The server log: the intended crashes, nothing else.
-my $log = slurp_file($node->logfile);
-my @panic = grep { /PANIC|TRAP:/ } split /\n/, $log;
-is(scalar(@panic), 0, 'no PANIC or TRAP in the server log')
-  or diag join("\n", @panic[ 0 .. ($#panic < 20 ? $#panic : 20) ]);
-my @signals = grep { /terminated by signal|exited with exit code/ } split /\n/, $log;
-my @killed = grep { /terminated by signal 9/ } @signals;
-is(scalar(@killed), $nkills, "exactly $nkills processes were killed by signal 9 (the intended crashes)")
-  or diag join("\n", @killed);
-for my $pid (@killed_pids)
-{
-	ok(scalar(grep { /weir worker.*\(PID $pid\) was terminated by signal 9/ } @killed),
-		"the log names the killed weir worker $pid");
-}
-my @other_signals = grep { !/terminated by signal 9/ } @signals;
-is(scalar(@other_signals), 0, 'no other process died abnormally')
-  or diag join("\n", @other_signals[ 0 .. ($#other_signals < 20 ? $#other_signals : 20) ]);
-my @errors = grep { /\bERROR:/ } split /\n/, $log;
-is(scalar(@errors), 0, 'no ERROR in the server log')
-  or diag join("\n", @errors[ 0 .. ($#errors < 20 ? $#errors : 20) ]);
+check_crash_log($node, $nkills, @{ $run->{killed} });
 
 $node->stop;
 note sprintf("whole test: %.1f s", time - $t_start);

@@ -62,11 +62,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use List::Util qw(max);
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use WeirBench;
 
-my $records =
-  defined $ENV{WEIR_TAP_DEDUP_RECORDS} && $ENV{WEIR_TAP_DEDUP_RECORDS} ne ''
-  ? $ENV{WEIR_TAP_DEDUP_RECORDS}
-  : 5_000_000;
+my $records = env_or('WEIR_TAP_DEDUP_RECORDS', 5_000_000);
 my $chunk   = 100_000;
 die "WEIR_TAP_DEDUP_RECORDS must be a multiple of $chunk, at least 3000000"
   if $records < 3_000_000 || $records % $chunk;
@@ -86,18 +86,12 @@ my $ids_a    = 20_000;                # to all partitions
 my $ids_b    = 500_000;               # to partitions 0-2
 
 my $t_start = time;
-my $node    = PostgreSQL::Test::Cluster->new('dedup_bounded');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'weir'
-weir.database = 'postgres'
-weir.launcher_naptime = 100
-max_worker_processes = 16
-max_wal_size = '4GB'
-log_statement = none
-});
-$node->start;
+my $node    = start_weir_node(
+	'dedup_bounded',
+	'weir.launcher_naptime' => 100,
+	max_worker_processes    => 16,
+	max_wal_size            => "'4GB'",
+	log_statement           => 'none');
 
 my $base = q{timestamptz '2024-01-01 00:00:00+00'};
 
@@ -348,10 +342,9 @@ is("$windows3|$wm3", '3000|none', '(2): quiet: no watermark, and all 3000 ids (3
 note sprintf('(2): %.1f s in all', time - $t2);
 
 # The server log: no error, no crash.
-my @lines = grep { /\bERROR:|PANIC|TRAP:|terminated by signal|exited with exit code/ }
-  split /\n/, slurp_file($node->logfile);
-is(scalar(@lines), 0, 'no error, crash or abnormal exit in the server log')
-  or diag join("\n", @lines[ 0 .. ($#lines < 20 ? $#lines : 20) ]);
+none_of('no error, crash or abnormal exit in the server log',
+	grep { /\bERROR:|PANIC|TRAP:|terminated by signal|exited with exit code/ }
+	  split /\n/, slurp_file($node->logfile));
 
 $node->stop;
 note sprintf('whole test: %.1f s', time - $t_start);

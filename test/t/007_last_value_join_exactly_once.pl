@@ -64,20 +64,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use List::Util qw(shuffle);
-use Time::HiRes qw(usleep time);
+use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use WeirBench;
 
-sub env_or
-{
-	my ($name, $default) = @_;
-	return defined $ENV{$name} && $ENV{$name} ne '' ? $ENV{$name} : $default;
-}
-
-my $target    = env_or('WEIR_TAP_EVENTS',  1_000_000);
-my $seconds   = env_or('WEIR_TAP_SECONDS', 40);
-my $seed      = env_or('WEIR_TAP_SEED',    int(time()) ^ $$);
+my ($target, $seconds, $seed) = crash_test_knobs();
 my $keys      = 20_000;
 my $producers = 6;
 my $deadline  = 300;    # seconds for the produce phase, crashes included
@@ -87,25 +79,11 @@ my $upper     = q{interval '10 seconds'};
 my $base      = q{timestamptz '2024-01-01 00:00:00+00'};
 
 # pgbench's rate: a transaction writes about 960 records on average (the
-# last-value script about 1064, the join script about 840, weighted 5:4),
-# spread over $seconds so that the crashes fall while the producers run
-my $rate = $target / 960.0 / $seconds;
-$rate = 1 if $rate < 1;
+# last-value script about 1064, the join script about 840, weighted 5:4)
+my $rate = bench_rate($target, 960.0, $seconds);
 
 my $t_start = time;
-my $node    = PostgreSQL::Test::Cluster->new('last_value_join_exactly_once');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'weir'
-weir.database = 'postgres'
-weir.launcher_naptime = 200
-restart_after_crash = on
-max_connections = 40
-max_worker_processes = 20
-log_statement = none
-});
-$node->start;
+my $node    = start_weir_node('last_value_join_exactly_once', crash_test_conf(20));
 
 $node->safe_psql(
 	'postgres', qq{
@@ -132,51 +110,18 @@ SELECT weir.create_join('j_left', 'orders', 'shipments',
 						left_key => 'order_id', right_key => 'order_id',
 						left_time => 'ts', right_time => 'ts', lower => $lower, upper => $upper,
 						kind => 'left', out_of_orderness => '3 minutes');
--- Wait (up to 10 s) until the worker with this PID is in a checkpoint,
--- then write the id of the pipeline's last committed checkpoint (read
--- before seeing it there) to a file and kill -9 the worker.  Killing from
--- here takes a millisecond or two, so the kill lands inside the checkpoint
--- as a rule.  Returns false if it never saw the worker in a checkpoint.
-CREATE FUNCTION kill_in_checkpoint(pipeline text, worker integer, file text) RETURNS boolean
-LANGUAGE plpgsql AS \$\$
-DECLARE
-	last bigint;
-BEGIN
-	FOR i IN 1..10000 LOOP
-		SELECT coalesce(max(c.id), 0) INTO last
-		  FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
-		 WHERE p.name = pipeline;
-		PERFORM pg_stat_clear_snapshot();
-		IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = worker AND query = 'weir: checkpoint') THEN
-			EXECUTE format('COPY (SELECT %s) TO %L', last, file);
-			-- the program reads what COPY writes before it kills: a
-			-- program that exits first can fail COPY with a broken pipe
-			EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'cat >/dev/null; kill -9 ' || worker);
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.001);
-	END LOOP;
-	RETURN false;
-END
-\$\$;
 });
 my @last_values = ('lv_all', 'lv_ttl');
 my @joins       = ('j_inner', 'j_left');
 my @pipelines   = (@last_values, @joins);
 my $npipelines  = scalar(@pipelines);
-
-ok( $node->poll_query_until(
-		'postgres',
-		'SELECT count(*) FROM weir.pipelines WHERE worker_pid IS NOT NULL',
-		$npipelines),
-	"all $npipelines pipelines run");
+wait_pipelines_running($node, $npipelines);
 
 # Producers, two scripts weighted 5:4.  Last value: 500 to 1500 readings,
 # the key from the sliding band, and for keys divisible by 25 copies with
 # the same event time in explicit partitions.
-my $lv_script = "$PostgreSQL::Test::Utils::tmp_check/weir_lv_producer.sql";
-PostgreSQL::Test::Utils::append_to_file(
-	$lv_script, qq{\\set n random(500, 1500)
+my $lv_script = bench_script(
+	'weir_lv_producer.sql', qq{\\set n random(500, 1500)
 WITH r AS MATERIALIZED (
 	SELECT ((s / 40 + floor(random() * 4000)::bigint) % $keys)::int AS k,
 		   $base + (s - floor(random() * 20000)) * interval '1 ms' AS ts
@@ -193,9 +138,8 @@ SELECT p, k, floor(random() * 2000001)::bigint - 1000000, ts
 # 10 % of them on a bound of the interval or 1 ms outside it, 45 % inside
 # it, 45 % from 30 s before to 90 s after the order; and a quarter as many
 # stray shipments.
-my $join_script = "$PostgreSQL::Test::Utils::tmp_check/weir_join_producer.sql";
-PostgreSQL::Test::Utils::append_to_file(
-	$join_script, qq{\\set n random(100, 500)
+my $join_script = bench_script(
+	'weir_join_producer.sql', qq{\\set n random(100, 500)
 WITH g AS MATERIALIZED (
 	SELECT s, random() AS a, random() AS b, random() AS c
 	  FROM (SELECT nextval('clock') AS s FROM generate_series(1, :n)) q),
@@ -222,163 +166,31 @@ SELECT m - 200000 + floor(random() * 250001)::bigint, 'stray',
   FROM (SELECT max(s) AS m FROM g) x, generate_series(1, :n / 4);
 });
 
-sub committed_rows
-{
-	my ($ret, $out) = $node->psql('postgres',
-		'SELECT (SELECT count(*) FROM lv) + (SELECT count(*) FROM orders) + (SELECT count(*) FROM shipments)');
-	return $ret == 0 && $out =~ /^\d+$/ ? $out : undef;
-}
-
-# After a crash: every pipeline has a worker again and has recorded a
-# restore for it (so the next crash hits restored workers).
-sub wait_pipelines_restored
-{
-	my ($restores, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres', qq{
-SELECT bool_and(s.worker_pid IS NOT NULL
-				AND (SELECT count(*) FROM weir.restores r WHERE r.pipeline_id = p.id) >= $restores)
-	   AND count(*) = $npipelines
-  FROM weir.pipeline p JOIN weir.pipelines s ON s.name = p.name}),
-		"every pipeline restored its checkpoint after $what");
-}
-
 # Five crashes at moments of the run placed by progress, in random order:
 # four kill -9, one of each pipeline's worker, two at a random moment and
 # two as soon as the worker is seen in a checkpoint; one immediate stop.
-srand($seed);
-note "seed $seed (set WEIR_TAP_SEED to place the crashes the same way)";
-my $ncrashes = 5;
-my @crash_at;
-for my $i (0 .. $ncrashes - 1)
-{
-	push @crash_at, int($target * (0.08 + 0.17 * $i + rand(0.10)));
-}
-my @crash_kind =
-  shuffle('kill', 'kill', 'kill in checkpoint', 'kill in checkpoint', 'immediate');
+my @plan = plan_crashes($seed, $target, 0.08, 0.17, 0.10,
+	'kill', 'kill', 'kill in checkpoint', 'kill in checkpoint', 'immediate');
+my $ncrashes    = scalar(@plan);
 my @kill_target = shuffle(@pipelines);
-my $nkills = scalar(@kill_target);
-note "crash " . ($_ + 1) . ": $crash_kind[$_] at >= $crash_at[$_] rows" for 0 .. $ncrashes - 1;
-
-my @bench = ($node, 'producer', "$lv_script\@5", $producers, '-R', $rate, '-f', "$join_script\@4");
-start_bench(@bench);
-
-my $t0      = time;
-my $rows    = 0;
-my $crashes = 0;
-my @killed_pids;
-my $killed_in_checkpoint;    # the pipeline of a kill in a checkpoint
-my $interrupted = 0;          # checkpoints interrupted by such kills
-my $last_file = "$PostgreSQL::Test::Utils::tmp_check/weir_last_checkpoint_007";
-while (1)
-{
-	my $n = committed_rows();
-	$rows = $n if defined $n;
-	last if $crashes == $ncrashes && $rows >= $target;
-
-	if (time - $t0 > $deadline)
-	{
-		fail("reached $target records in $deadline s (have $rows)");
-		last;
-	}
-
-	if ($crashes < $ncrashes && $rows >= $crash_at[$crashes])
-	{
-		my $kind = $crash_kind[$crashes];
-		my $what;
-		if ($kind =~ /^kill/)
-		{
-			my $name = $kill_target[0];
-			# a little more randomness than the polling gives
-			usleep(int(rand(400_000)));
-			my ($ret, $pid) = $node->psql('postgres',
-				"SELECT worker_pid FROM weir.pipelines WHERE name = '$name' AND worker_pid IS NOT NULL");
-			if ($ret != 0 || $pid eq '')
-			{
-				usleep(50_000);
-				next;
-			}
-			shift @kill_target;
-			my $offset = -s $node->logfile;
-			if ($kind eq 'kill')
-			{
-				kill 'KILL', $pid;
-			}
-			else
-			{
-				unlink $last_file;
-				my ($r, $killed) = $node->psql('postgres',
-					"SELECT kill_in_checkpoint('$name', $pid, '$last_file')");
-				my $seen = !($r == 0 && $killed eq 'f');
-				ok($seen, "the worker of pipeline $name was seen in a checkpoint within 10 s");
-				kill 'KILL', $pid unless $seen;
-			}
-			push @killed_pids, $pid;
-			$what = sprintf('crash %d (kill -9 of the worker of pipeline %s, PID %d%s) at %d rows',
-				$crashes + 1, $name, $pid,
-				$kind eq 'kill' ? '' : ', seen in a checkpoint', $rows);
-			note sprintf('%.1f s: %s', time - $t0, $what);
-			$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
-			ok(wait_server_up($node), "server back after $what");
-			end_bench('producer', 0);
-			$killed_in_checkpoint = $name if $kind ne 'kill';
-		}
-		else
-		{
-			usleep(int(rand(400_000)));
-			$what = sprintf('crash %d (immediate stop) at %d rows', $crashes + 1, $rows);
-			note sprintf('%.1f s: %s', time - $t0, $what);
-			$node->stop('immediate');
-			end_bench('producer', 0);
-			$node->start;
-		}
-		$crashes++;
-		start_bench(@bench);
-		wait_pipelines_restored($crashes + 1, $what);
-		if (defined $killed_in_checkpoint)
-		{
-			# the pipeline restored the checkpoint that was the last
-			# before the worker was seen in one: that one was interrupted
-			my $last = -e $last_file ? slurp_file($last_file) : '';
-			chomp $last;
-			my $restored = $node->safe_psql(
-				'postgres', qq{
-SELECT r.checkpoint_id FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
- WHERE p.name = '$killed_in_checkpoint' ORDER BY r.restored_at DESC LIMIT 1});
-			if ($last ne '' && $restored eq $last)
-			{
-				$interrupted++;
-				note "the kill interrupted checkpoint " . ($last + 1) . " of $killed_in_checkpoint";
-			}
-			else
-			{
-				note "the kill came after the checkpoint of $killed_in_checkpoint had committed";
-			}
-			$killed_in_checkpoint = undef;
-		}
-		next;
-	}
-
-	# a pgbench that ended on its own (all its clients failed) is restarted
-	if (!bench_running('producer'))
-	{
-		diag "pgbench producer ended unexpectedly: " . bench_stderr('producer');
-		end_bench('producer', 0);
-		start_bench(@bench);
-	}
-	usleep(250_000);
-}
-my $t_produced = time;
-note sprintf("produced %d records in %.1f s", $rows, $t_produced - $t0);
-is($crashes, $ncrashes, "all $ncrashes crashes happened");
-note "$interrupted of the 2 kills aimed at a checkpoint interrupted one";
-
-end_bench('producer', 1);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weir_producer'",
-		'0'),
-	'no producer backend left');
+my $nkills      = scalar(@kill_target);
+my $run         = produce_with_crashes(
+	node    => $node,
+	benches => [
+		[ 'producer', "$lv_script\@5", $producers, '-R', $rate, '-f', "$join_script\@4" ]
+	],
+	rows => sub {
+		try_count($node,
+			'SELECT (SELECT count(*) FROM lv) + (SELECT count(*) FROM orders) + (SELECT count(*) FROM shipments)'
+		);
+	},
+	target    => $target,
+	deadline  => $deadline,
+	unit      => 'records',
+	plan      => \@plan,
+	pipelines => $npipelines,
+	victim    => workers_in_turn($node, @kill_target));
+my $t_produced = $run->{t_end};
 
 my ($n_lv, $n_orders, $n_shipments) = split /\|/, $node->safe_psql('postgres',
 	'SELECT (SELECT count(*) FROM lv), (SELECT count(*) FROM orders), (SELECT count(*) FROM shipments)');
@@ -395,27 +207,13 @@ SELECT p, -1 - p, 0, timestamptz '2100-01-01 00:00:00+00' FROM generate_series(0
 INSERT INTO shipments (part, order_id, carrier, ts)
 SELECT p, -11 - p, 'sentinel', timestamptz '2100-01-01 00:00:00+00' FROM generate_series(0, 2) p;
 });
-for my $p (@pipelines)
-{
-	my ($ret, $out, $err) =
-	  $node->psql('postgres', "SELECT weir.checkpoint('$p', '180 s')");
-	is($ret, 0, "pipeline $p took a checkpoint covering every record")
-	  or diag $err;
-}
+checkpoint_each($node, 'record', @pipelines);
 my $t_caught_up = time;
 note sprintf("pipelines caught up %.1f s after the producers ended", $t_caught_up - $t_produced);
 
-sub last_watermark
-{
-	my ($p) = @_;
-	return $node->safe_psql(
-		'postgres', qq{
-SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = '$p' ORDER BY c.id DESC LIMIT 1});
-}
-my $wm_ttl = last_watermark('lv_ttl');
+my $wm_ttl = last_watermark($node, 'lv_ttl');
 note "pipeline lv_ttl: final watermark $wm_ttl";
-note "pipeline $_: final watermark " . last_watermark($_) for @joins;
+note "pipeline $_: final watermark " . last_watermark($node, $_) for @joins;
 
 # The oracles.
 $node->safe_psql(
@@ -487,36 +285,14 @@ cmp_ok($stat{unmatched}, '>', 0, 'left join: some orders match nothing');
 cmp_ok($stat{dup_orders}, '>', 0, 'join: some order ids are written twice');
 cmp_ok($stat{stray_pairs}, '>', 0, 'join: some stray shipments match an order');
 
-# Compare a sink with its oracle: counts and EXCEPT ALL both ways, with the
-# first differences on failure.
-sub compare_with_oracle
-{
-	my ($p, $cols, $diag) = @_;
-	my $sink   = $node->safe_psql('postgres', "SELECT count(*) FROM $p");
-	my $oracle = $node->safe_psql('postgres', "SELECT count(*) FROM oracle_$p");
-	note "pipeline $p: sink $sink rows, oracle $oracle rows";
-	cmp_ok($oracle, '>', 0, "pipeline $p: the oracle has rows");
-	is($sink, $oracle, "pipeline $p: the sink has as many rows as the oracle");
-	my $extra = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM $p EXCEPT ALL SELECT $cols FROM oracle_$p ORDER BY 1, 2, 3 LIMIT 20});
-	is($extra, '', "pipeline $p: every sink row is an oracle row, once");
-	my $missing = $node->safe_psql(
-		'postgres', qq{
-SELECT $cols FROM oracle_$p EXCEPT ALL SELECT $cols FROM $p ORDER BY 1, 2, 3 LIMIT 20});
-	is($missing, '', "pipeline $p: every oracle row is in the sink, once");
-	if ($extra ne '' || $missing ne '')
-	{
-		diag "pipeline $p: sink rows not in the oracle (first 20; $cols):\n$extra";
-		diag "pipeline $p: oracle rows not in the sink (first 20):\n$missing";
-		my @first = split /\|/, (split /\n/, ($extra ne '' ? $extra : $missing))[0];
-		diag $diag->(@first) if $diag;
-	}
-}
-
+# Each sink against its oracle, with what the sub says about the first
+# difference on failure.
 compare_with_oracle(
-	'lv_all', 'k, v, ts, src_part, src_pos',
-	sub {
+	$node,
+	pipeline => 'lv_all',
+	cols     => 'k, v, ts, src_part, src_pos',
+	order    => '1, 2, 3',
+	diag     => sub {
 		my ($k) = @_;
 		return "the records of key $k, newest first (part|pos|v|ts):\n"
 		  . $node->safe_psql('postgres',
@@ -541,16 +317,22 @@ SELECT r.checkpoint_id, c.watermark FROM weir.restores r JOIN weir.pipeline p ON
  WHERE p.name = 'lv_ttl' ORDER BY r.restored_at});
 }
 compare_with_oracle(
-	'lv_ttl', 'k, v, ts',
-	sub {
+	$node,
+	pipeline => 'lv_ttl',
+	cols     => 'k, v, ts',
+	order    => '1, 2, 3',
+	diag     => sub {
 		my ($k) = @_;
 		return "watermark $wm_ttl; the records of key $k, newest first (part|pos|v|ts|ts + ttl):\n"
 		  . $node->safe_psql('postgres',
 			"SELECT part, pos, v, ts, ts + $ttl FROM lv WHERE k = $k ORDER BY ts DESC, part DESC, pos DESC LIMIT 10");
 	});
 compare_with_oracle(
-	'j_inner', 'l_part, l_pos, order_id, amount, ordered_at, r_part, r_pos, carrier, shipped_at',
-	sub {
+	$node,
+	pipeline => 'j_inner',
+	cols     => 'l_part, l_pos, order_id, amount, ordered_at, r_part, r_pos, carrier, shipped_at',
+	order    => '1, 2, 3',
+	diag     => sub {
 		my $id = $_[2];
 		return "the orders of id $id (part|pos|amount|ts):\n"
 		  . $node->safe_psql('postgres', "SELECT part, pos, amount, ts FROM orders WHERE order_id = $id")
@@ -559,8 +341,11 @@ compare_with_oracle(
 			"SELECT part, pos, carrier, ts FROM shipments WHERE order_id = $id ORDER BY ts");
 	});
 compare_with_oracle(
-	'j_left', 'order_id, amount, ts, right_order_id, carrier, right_ts',
-	sub {
+	$node,
+	pipeline => 'j_left',
+	cols     => 'order_id, amount, ts, right_order_id, carrier, right_ts',
+	order    => '1, 2, 3',
+	diag     => sub {
 		my ($id) = @_;
 		return "the orders of id $id (part|pos|amount|ts):\n"
 		  . $node->safe_psql('postgres', "SELECT part, pos, amount, ts FROM orders WHERE order_id = $id")
@@ -579,26 +364,9 @@ note sprintf("compared the sinks with their oracles in %.1f s", $t_compared - $t
 # The pipelines' own account of the run.
 for my $p (@pipelines)
 {
-	my $row = $node->safe_psql(
-		'postgres', qq{
-SELECT status, records_late, records_dead, coalesce(last_error, ''),
-	   (SELECT count(*) FROM weir.restores r JOIN weir.pipeline q ON q.id = r.pipeline_id
-		 WHERE q.name = s.name)
-  FROM weir.pipelines s WHERE name = '$p'});
-	my ($status, $late, $dead, $error, $restores) = split /\|/, $row;
-	is($status, 'running', "pipeline $p is running");
-	is($late,   '0',       "pipeline $p: records_late = 0");
-	is($dead,   '0',       "pipeline $p: records_dead = 0");
-	is($error,  '',        "pipeline $p: no last_error");
-	cmp_ok($restores, '>=', $ncrashes + 1,
-		"pipeline $p restored a checkpoint at its start and after each of the $ncrashes crashes ($restores restores)");
-	cmp_ok(
-		$node->safe_psql(
-			'postgres', qq{
-SELECT count(*) FROM weir.restores r JOIN weir.pipeline q ON q.id = r.pipeline_id
- WHERE q.name = '$p' AND r.windows > 0}),
-		'>=', $ncrashes - 1,
-		"pipeline $p restored state from its chunks after most crashes");
+	check_pipeline_account($node, $p, $ncrashes);
+	cmp_ok(restores_with_state($node, $p),
+		'>=', $ncrashes - 1, "pipeline $p restored state from its chunks after most crashes");
 }
 for my $p (@last_values)
 {
@@ -618,19 +386,13 @@ my %source_rows = (
 	j_left  => $n_orders + $n_shipments + 7);
 for my $p (@pipelines)
 {
-	is( $node->safe_psql(
-			'postgres', qq{
-SELECT sum(c.records_in) FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = '$p'}),
+	is(checkpoint_sum($node, $p, 'records_in'),
 		$source_rows{$p},
 		"pipeline $p: its committed checkpoints account for every record of its sources once");
 }
 for my $p (@joins)
 {
-	is( $node->safe_psql(
-			'postgres', qq{
-SELECT sum(c.sink_rows) FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
- WHERE p.name = '$p'}),
+	is(checkpoint_sum($node, $p, 'sink_rows'),
 		$node->safe_psql('postgres', "SELECT count(*) FROM $p"),
 		"pipeline $p: its committed checkpoints wrote every sink row once");
 }
@@ -652,25 +414,7 @@ SELECT string_agg(format('%s restored %s: %s entries from %s bytes', p.name, r.c
   FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id});
 
 # The server log: the intended crashes, nothing else.
-my $log = slurp_file($node->logfile);
-my @panic = grep { /PANIC|TRAP:/ } split /\n/, $log;
-is(scalar(@panic), 0, 'no PANIC or TRAP in the server log')
-  or diag join("\n", @panic[ 0 .. ($#panic < 20 ? $#panic : 20) ]);
-my @signals = grep { /terminated by signal|exited with exit code/ } split /\n/, $log;
-my @killed = grep { /terminated by signal 9/ } @signals;
-is(scalar(@killed), $nkills, "exactly $nkills processes were killed by signal 9 (the intended crashes)")
-  or diag join("\n", @killed);
-for my $pid (@killed_pids)
-{
-	ok(scalar(grep { /weir worker.*\(PID $pid\) was terminated by signal 9/ } @killed),
-		"the log names the killed weir worker $pid");
-}
-my @other_signals = grep { !/terminated by signal 9/ } @signals;
-is(scalar(@other_signals), 0, 'no other process died abnormally')
-  or diag join("\n", @other_signals[ 0 .. ($#other_signals < 20 ? $#other_signals : 20) ]);
-my @errors = grep { /\bERROR:/ } split /\n/, $log;
-is(scalar(@errors), 0, 'no ERROR in the server log')
-  or diag join("\n", @errors[ 0 .. ($#errors < 20 ? $#errors : 20) ]);
+check_crash_log($node, $nkills, @{ $run->{killed} });
 
 $node->stop;
 note sprintf("whole test: %.1f s", time - $t_start);
