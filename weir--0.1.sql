@@ -515,7 +515,7 @@ RETURNS SETOF record
 
 CREATE VIEW weir.pipelines AS
 	SELECT p.name, p.owner::regrole AS owner, p.source::regclass AS source,
-		   p.sink::regclass AS sink,
+		   p.sink::regclass AS sink, p.right_source::regclass AS right_source,
 		   CASE WHEN s.worker_pid IS NOT NULL THEN 'running'
 				WHEN p.enabled AND p.status IN ('failed', 'out_of_memory') THEN p.status
 				WHEN p.enabled THEN 'starting'
