@@ -264,13 +264,20 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 				link_expiry(k, dp, expires);	/* changed since */
 			else if (w->flags & WEIR_WINDOW_DIRTY)
 			{
-				/* held out of the buckets until the next checkpoint */
+				/*
+				 * Changed since the last checkpoint: the dirty list points
+				 * to it, so its memory stays until the checkpoint; but
+				 * lookups need not find it (a record with its key starts a
+				 * new entry), so it leaves the index now, which keeps the
+				 * index small while a backlog is read.
+				 */
 				if (k->nheld == k->held_cap)
 				{
 					k->held_cap *= 2;
 					k->held = repalloc_huge(k->held, sizeof(dsa_pointer) * k->held_cap);
 				}
 				k->held[k->nheld++] = dp;
+				weir_window_entry_unindex(k->store, dp);
 			}
 			else
 			{
@@ -334,8 +341,8 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 }
 
 /*
- * After a checkpoint committed: the entries held back because they had
- * changed go now if they are still expired, or back into a bucket.
+ * After a checkpoint committed: the entries that expired while changed since
+ * the one before (out of the index since, kept for the dirty list) go.
  * Returns how many went.  The caller holds the slot's lock.
  */
 int64
@@ -347,15 +354,17 @@ weir_keyed_after_checkpoint(WeirKeyed *k)
 	{
 		dsa_pointer dp = k->held[i];
 		WeirWindow *w = weir_window_at(k->store, dp);
-		TimestampTz expires = state_of(k, w)->t + k->retention;
 
-		if (expires <= k->watermark && !(w->flags & WEIR_WINDOW_DIRTY))
-		{
-			remove_entry(k, dp);
-			removed++;
-		}
-		else
-			link_expiry(k, dp, Max(expires, k->watermark + 1));
+		/*
+		 * Out of the index since it expired, so unchanged since; the
+		 * checkpoint settled what it owed (last value: its row deleted; a
+		 * join: its rows drained), so it only goes.
+		 */
+		if (k->remove_hook)
+			k->remove_hook(k->hook_arg, k, dp);
+		k->live_bytes -= entry_image_bytes(k, w);
+		weir_window_entry_free(k->store, dp);
+		removed++;
 	}
 	k->nheld = 0;
 	if (removed > 0)

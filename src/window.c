@@ -436,10 +436,22 @@ weir_window_at(WeirWindowStore *store, dsa_pointer dp)
 void
 weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp)
 {
-	WeirWindow *w = window_at(store, dp);
+	weir_window_entry_unindex(store, dp);
+	weir_window_entry_free(store, dp);
+}
 
-	unindex(store, w);
-	store_free(store, dp, window_size(store->root, w->keylen));
+/* Take a keyed entry out of the index only: lookups no longer find it. */
+void
+weir_window_entry_unindex(WeirWindowStore *store, dsa_pointer dp)
+{
+	unindex(store, window_at(store, dp));
+}
+
+/* Free a keyed entry already taken out of the index. */
+void
+weir_window_entry_free(WeirWindowStore *store, dsa_pointer dp)
+{
+	store_free(store, dp, window_size(store->root, window_at(store, dp)->keylen));
 }
 
 /*
@@ -451,7 +463,18 @@ weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp)
 void
 weir_window_entry_shrink(WeirWindowStore *store)
 {
-	maybe_shrink(store, store->backlog ? 8 : 2);
+	WeirStoreRoot *root = store->root;
+
+	/*
+	 * Deleted slots lengthen every probe that passes them (a lookup that
+	 * misses walks to an empty slot): when they are a quarter of the table,
+	 * rebuild it without them.
+	 */
+	if (root->deleted > root->capacity / 4)
+		(void) resize(store, store->backlog ? root->capacity :
+					  Min(root->capacity, table_capacity_for(root->used)));
+	else
+		maybe_shrink(store, store->backlog ? 8 : 2);
 }
 
 /* Remove a window from the slot table (its list is the caller's business). */

@@ -123,6 +123,8 @@ extern dsa_pointer weir_window_entry_find(WeirWindowStore *store, int space,
 extern dsa_pointer weir_window_store_alloc(WeirWindowStore *store, Size size);
 extern void weir_window_store_free(WeirWindowStore *store, dsa_pointer dp, Size size);
 extern void weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp);
+extern void weir_window_entry_unindex(WeirWindowStore *store, dsa_pointer dp);
+extern void weir_window_entry_free(WeirWindowStore *store, dsa_pointer dp);
 extern void weir_window_entry_shrink(WeirWindowStore *store);
 extern WeirWindow *weir_window_at(WeirWindowStore *store, dsa_pointer dp);
 extern int	weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *starts,

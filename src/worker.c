@@ -868,8 +868,8 @@ run(WeirWorker *w)
 			LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 			if (w->dedup && w->dedup->ids)
 				(void) weir_keyed_after_checkpoint(w->dedup->ids);
-			if (w->last_value && weir_keyed_after_checkpoint(w->last_value->keys) > 0)
-				w->changed = true;	/* their sink rows go at the next one */
+			if (w->last_value)
+				(void) weir_keyed_after_checkpoint(w->last_value->keys);
 			if (w->join)
 			{
 				for (int s = 0; s < 2; s++)
