@@ -1,17 +1,41 @@
+# shellcheck shell=bash
 # bench/common.sh — what every bench script does first, sourced by them.
 #
 #   . bench/common.sh NAME
 #
 # Builds and installs weir (scripts/setup.sh; build output goes to stderr,
-# stdout is kept for figures), then starts a throwaway cluster in
-# /tmp/weir-bench-NAME-PID on a free port (or WEIR_PORT), with memory and WAL
-# enough that checkpoints and autovacuum do not land inside one measurement
-# and not another; the cluster is stopped and removed on exit.  Defines
-# DIR, PORT and progress().
+# stdout is kept for figures; with WEIR_BENCH_INSTALLED=1 it uses the weir
+# already installed, building and installing nothing), then starts a
+# throwaway cluster in /tmp/weir-bench-NAME-PID on a free port (or
+# WEIR_PORT), with memory and WAL enough that checkpoints and autovacuum do
+# not land inside one measurement and not another; the cluster is stopped
+# and removed on exit.  Defines DIR, PORT and progress(), and sources
+# bench/lib.sh, the helpers the pipeline benches share.
 
-# shellcheck source=scripts/setup.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/setup.sh" >&2
-[ "$WEIR_TEMP_BUILD" != 1 ] || rm -rf "$WEIR_BUILD"
+if [ "${WEIR_BENCH_INSTALLED:-0}" = 1 ]; then
+	# WEIR_BENCH_INSTALLED=1: bench the weir already installed, as it is: no
+	# apt, no build, no install; only the helpers of scripts/setup.sh (all
+	# of it but its main part)
+	# shellcheck source=/dev/null
+	. <(sed '/^# --- main/,$d' "$(dirname "${BASH_SOURCE[0]}")/../scripts/setup.sh")
+	WEIR_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+	WEIR_BUILD="$WEIR_SRC"
+	WEIR_TEMP_BUILD=0
+	WEIR_PG_HOME="${WEIR_PG_HOME:-/tmp}"
+	if weir_is_root; then
+		WEIR_PG_HOME="$(getent passwd "$WEIR_DB_OS_USER" | cut -d: -f6)"
+		[ -d "$WEIR_PG_HOME" ] || WEIR_PG_HOME=/tmp
+	fi
+	[ -f "$("$PG_CONFIG" --pkglibdir)/weir.so" ] || {
+		weir_log "WEIR_BENCH_INSTALLED=1 but weir is not installed"
+		exit 1
+	}
+	weir_log "using the installed weir ($("$PG_CONFIG" --pkglibdir)/weir.so)"
+else
+	# shellcheck source=scripts/setup.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/../scripts/setup.sh" >&2
+	[ "$WEIR_TEMP_BUILD" != 1 ] || rm -rf "$WEIR_BUILD"
+fi
 
 DIR="/tmp/weir-bench-$1-$$"
 PORT="${WEIR_PORT:-$(weir_free_port 5433 5499)}"
@@ -26,6 +50,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 progress() { echo "bench: $*" >&2; }
+
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 progress "starting a cluster in $DIR (port $PORT)"
 weir_cluster_start "$DIR" "$PORT" \
