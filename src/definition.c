@@ -575,24 +575,38 @@ add_column_sinkcols(WeirPlan *plan)
 						true);
 }
 
+/*
+ * What dedup and last value share: a key (dedup: the id), event time,
+ * filter, columns, a retention, and a state per key.
+ */
+static WeirPlan *
+plan_keyed(WeirOperatorKind op, Oid source, const char *key, const char *event_time,
+		   const char *columns, const char *filter, int64 retention, Size state_size)
+{
+	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
+
+	plan->op = op;
+	plan->source = source;
+	plan_keys(plan, source, key, op == WEIR_OP_DEDUP ? "id" : "key");
+	plan_event_time(plan, source, event_time);
+	plan_filter(plan, source, filter);
+	/* last value writes its keys first: the columns leave them out */
+	plan_columns(plan, source, columns, op == WEIR_OP_LAST_VALUE);
+	plan->retention = retention;
+	plan->state_size = state_size;
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
+	return plan;
+}
+
 WeirPlan *
 weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
 						   const char *columns, const char *filter, int64 horizon)
 {
-	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
-
-	plan->op = WEIR_OP_DEDUP;
-	plan->source = source;
-	plan_keys(plan, source, id, "id");
-	plan_event_time(plan, source, event_time);
-	plan_filter(plan, source, filter);
-	plan_columns(plan, source, columns, false);
-	plan->retention = horizon;
 	/* one state per id: the latest event time it was seen at */
-	plan->state_size = sizeof(TimestampTz);
+	WeirPlan   *plan = plan_keyed(WEIR_OP_DEDUP, source, id, event_time, columns, filter,
+								  horizon, sizeof(TimestampTz));
 
 	/* the sink: the columns, insert-only */
-	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * plan->ncolumns);
 	add_column_sinkcols(plan);
 	return plan;
 }
@@ -616,20 +630,11 @@ WeirPlan *
 weir_definition_last_value_plan(Oid source, const char *key, const char *event_time,
 								const char *columns, const char *filter, int64 ttl)
 {
-	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
-
-	plan->op = WEIR_OP_LAST_VALUE;
-	plan->source = source;
-	plan_keys(plan, source, key, "key");
-	plan_event_time(plan, source, event_time);
-	plan_filter(plan, source, filter);
-	plan_columns(plan, source, columns, true);
-	plan->retention = ttl;
 	/* per key: the newest row's event time, partition and position */
-	plan->state_size = sizeof(WeirKeyedState);
+	WeirPlan   *plan = plan_keyed(WEIR_OP_LAST_VALUE, source, key, event_time, columns,
+								  filter, ttl, sizeof(WeirKeyedState));
 
 	/* the sink: keys, then the columns; unique on the keys */
-	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
 	for (int i = 0; i < plan->nkeys; i++)
 		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
 						plan->keys[i].typmod, plan->keys[i].collation, false);
