@@ -37,23 +37,7 @@ mkdir -p "$DIR/files"
 chmod 755 "$DIR/files"
 if weir_is_root; then chown "$WEIR_DB_OS_USER": "$DIR/files"; fi
 
-q() { weir_psql -At -c "$1"; }
-
-# sql_timed SQL: run one statement, set OUT to its result and T to the
-# wall-clock seconds it took.  The clock is read in the same session right
-# before and after the statement, so the figures leave out psql start-up and
-# connection (tens of ms, as much as a whole read pass takes).
-sql_timed() {
-	local res
-	res=$(weir_psql -At <<EOF
-SELECT clock_timestamp() AS bench_t0 \gset
-$1;
-SELECT extract(epoch FROM clock_timestamp() - :'bench_t0'::timestamptz);
-EOF
-	)
-	T=$(tail -n 1 <<<"$res")
-	OUT=$(sed '$d' <<<"$res")
-}
+# q and sql_timed come from bench/lib.sh (through common.sh)
 
 declare -A BEST=()
 # record NAME SECONDS: keep the fastest run.

@@ -64,6 +64,7 @@
 static WeirWorker *worker = NULL;
 
 static void stop_out_of_memory(WeirWorker *w) pg_attribute_noreturn();
+static int64 held_entries(WeirWorker *w);
 
 static void
 worker_detach(int code, Datum arg)
@@ -701,7 +702,8 @@ publish(WeirWorker *w, int64 lag)
 {
 	SpinLockAcquire(&w->slot->mutex);
 	w->slot->watermark = w->watermark;
-	w->slot->windows = w->store->root->used;
+	/* with the expired entries that wait for the checkpoint: memory they hold */
+	w->slot->windows = w->store->root->used + held_entries(w);
 	w->slot->state_bytes = w->store->root->bytes + w->local_bytes;
 	w->slot->lag_rows = lag;
 	w->slot->watermark_holder = -1;
