@@ -13,7 +13,8 @@
  * WeirWindow.next, by t + retention rounded up to retention/8; a later t
  * does not move the entry: when its bucket comes due, it is moved to the
  * right one.  So memory holds the keys of about 1.125 retentions before the
- * watermark.  Without retention, entries never expire.
+ * watermark (buckets are at least a second wide).  Without retention,
+ * entries never expire.
  *
  * Checkpoints.  One row per key and checkpoint would cost as much as the
  * SQL alternatives; instead each checkpoint appends one chunk row to
@@ -25,8 +26,12 @@
  * and deletes the older ones: compaction.  Restore reads the chunks in
  * order and keeps each key's newest state that has not expired.
  *
- * Entries changed since the last checkpoint are never removed before it
- * (expiry skips them), so the dirty list's pointers stay valid.
+ * Entries changed since the last checkpoint are never freed before it, so
+ * the dirty list's pointers stay valid: when they expire meanwhile they
+ * only leave the index (a record with their key starts a new entry), are
+ * not written to the chunk (a restore would skip them), and are freed once
+ * the checkpoint commits.  The checkpoint settles what they owe (last value:
+ * their rows deleted; a join: their rows drained).
  *
  * Copyright (c) 2026, weir developers
  *
