@@ -248,6 +248,25 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 	pg_atomic_fetch_add_u64(&w->slot->records_out, rows->cols[0].n);
 }
 
+/*
+ * Delete sink rows by the sink's key (plan->nsinkkey columns, given as
+ * column arrays), as the pipeline's owner: merged sessions, expired keys.
+ */
+static void
+delete_sink_rows(WeirWorker *w, WeirColumn **key)
+{
+	Datum	   *arrays = palloc(sizeof(Datum) * w->plan->nsinkkey);
+
+	for (int i = 0; i < w->plan->nsinkkey; i++)
+		arrays[i] = weir_column_array(key[i]);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (w->sink_delete_plan == NULL)
+		w->sink_delete_plan = weir_catalog_prepare_sink_delete(w->plan, w->row.sink);
+	weir_catalog_delete_sink(w->sink_delete_plan, arrays);
+	SPI_finish();
+}
+
 static double
 ms_since(TimestampTz from, TimestampTz to)
 {
@@ -364,17 +383,12 @@ window_write(WeirWorker *w, WindowChanges *c)
 
 	if (c->rstarts.n > 0)
 	{
-		Datum	   *arrays = palloc(sizeof(Datum) * (plan->nkeys + 1));
+		WeirColumn **key = palloc(sizeof(WeirColumn *) * (plan->nkeys + 1));
 
 		for (int i = 0; i < plan->nkeys; i++)
-			arrays[i] = weir_column_array(&c->rkeys[i]);
-		arrays[plan->nkeys] = weir_column_array(&c->rstarts);
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (w->sink_delete_plan == NULL)
-			w->sink_delete_plan = weir_catalog_prepare_sink_delete(plan, w->row.sink);
-		weir_catalog_delete_sink(w->sink_delete_plan, arrays);
-		SPI_finish();
+			key[i] = &c->rkeys[i];
+		key[plan->nkeys] = &c->rstarts;
+		delete_sink_rows(w, key);
 	}
 	write_sink_rows(w, &c->fresh, false);
 	write_sink_rows(w, &c->sink, true);
@@ -473,16 +487,11 @@ last_value_write(WeirWorker *w, LastValueChanges *c)
 
 	if (plan->nkeys > 0 && c->gone[0].n > 0)
 	{
-		Datum	   *arrays = palloc(sizeof(Datum) * plan->nkeys);
+		WeirColumn **key = palloc(sizeof(WeirColumn *) * plan->nkeys);
 
 		for (int i = 0; i < plan->nkeys; i++)
-			arrays[i] = weir_column_array(&c->gone[i]);
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (w->sink_delete_plan == NULL)
-			w->sink_delete_plan = weir_catalog_prepare_sink_delete(plan, w->row.sink);
-		weir_catalog_delete_sink(w->sink_delete_plan, arrays);
-		SPI_finish();
+			key[i] = &c->gone[i];
+		delete_sink_rows(w, key);
 	}
 	write_sink_rows(w, &c->fresh, false);
 	write_sink_rows(w, &c->changed, true);

@@ -536,6 +536,37 @@ typedef struct RestoreState
 	List	   *skipped;		/* keep_removed: keys of expired entries */
 } RestoreState;
 
+/*
+ * The entry of a restored key, created as committed (unchanged since, its
+ * last-value row in the sink); InvalidDsaPointer if it had expired by the
+ * checkpoint's watermark (a restore skips those).
+ */
+static dsa_pointer
+restore_enter(RestoreState *rs, const char *key, uint32 keylen, TimestampTz t,
+			  bool *created)
+{
+	WeirKeyed  *k = rs->k;
+	dsa_pointer dp;
+
+	*created = false;
+	if (k->retention > 0 && !TIMESTAMP_NOT_FINITE(rs->watermark) &&
+		t + k->retention <= rs->watermark)
+		return InvalidDsaPointer;
+	dp = weir_keyed_enter(k, key, keylen, t, created);
+	if (!DsaPointerIsValid(dp))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("checkpoint of the pipeline does not fit in its max_state_memory"),
+				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
+	if (*created)
+	{
+		weir_window_at(k->store, dp)->flags = WEIR_WINDOW_EMITTED;
+		k->ndirty--;			/* weir_keyed_enter counted it as changed */
+		rs->entries++;
+	}
+	return dp;
+}
+
 static void
 restore_chunk(void *arg, const char *data, Size len)
 {
@@ -571,20 +602,7 @@ restore_chunk(void *arg, const char *data, Size len)
 			 */
 			int64		used;
 
-			dp = InvalidDsaPointer;
-			if (k->retention == 0 || TIMESTAMP_NOT_FINITE(rs->watermark) ||
-				s.t + k->retention > rs->watermark)
-			{
-				dp = weir_keyed_enter(k, p, keylen, s.t, &created);
-				if (!DsaPointerIsValid(dp))
-					goto out_of_memory;
-				if (created)
-				{
-					weir_window_at(k->store, dp)->flags = WEIR_WINDOW_EMITTED;
-					k->ndirty--;
-					rs->entries++;
-				}
-			}
+			dp = restore_enter(rs, p, keylen, s.t, &created);
 			used = k->restore_hook(k->hook_arg, k, dp, p + keylen,
 								   p + keylen + state_size,
 								   end - (p + keylen + state_size));
@@ -593,19 +611,9 @@ restore_chunk(void *arg, const char *data, Size len)
 			p += keylen + state_size + used;
 			continue;
 		}
-		if (k->retention == 0 || TIMESTAMP_NOT_FINITE(rs->watermark) ||
-			s.t + k->retention > rs->watermark)
+		dp = restore_enter(rs, p, keylen, s.t, &created);
+		if (DsaPointerIsValid(dp))
 		{
-			dp = weir_keyed_enter(k, p, keylen, s.t, &created);
-			if (!DsaPointerIsValid(dp))
-				goto out_of_memory;
-			if (created)
-			{
-				/* as committed: unchanged since, its row (last value) in the sink */
-				weir_window_at(k->store, dp)->flags = WEIR_WINDOW_EMITTED;
-				k->ndirty--;
-				rs->entries++;
-			}
 			if (created || newer(k, &s, weir_keyed_state(k, dp)))
 				memcpy(weir_keyed_state(k, dp), &s, state_size);
 		}
@@ -622,12 +630,6 @@ restore_chunk(void *arg, const char *data, Size len)
 	return;
 corrupt:
 	rs->corrupt = true;
-	return;
-out_of_memory:
-	ereport(ERROR,
-			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-			 errmsg("checkpoint of the pipeline does not fit in its max_state_memory"),
-			 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 }
 
 /*
