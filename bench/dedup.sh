@@ -157,28 +157,26 @@ create_bench_helpers
 # (b) the alternative the issue names: a keyed table, ON CONFLICT DO
 # NOTHING.  It keeps every id forever: nothing ever leaves the table.
 # Returns the records kept.
-batch_function bench_sql <<EOF
-			INSERT INTO dedup_sql (id, ts, amount)
+# insert_new_ids TABLE: the batch's records into a keyed table, ON CONFLICT
+# DO NOTHING, counting those kept (the body of (b) and (c))
+insert_new_ids() {
+	cat <<EOF
+			INSERT INTO $1 (id, ts, amount)
 			SELECT id, ts, amount FROM ev
 			 WHERE part = p AND pos > a AND pos <= a + $BATCH
 			ON CONFLICT (id) DO NOTHING;
 			GET DIAGNOSTICS n = ROW_COUNT;
 			acc := acc + n;
 EOF
+}
+batch_function bench_sql < <(insert_new_ids dedup_sql)
 
 # (c) the same with expiry: after each round of the partitions, the ids
 # whose (first) sighting is at least the horizon behind the watermark go.
 # Returns the records kept (inserted), deleted ones included.
 batch_function bench_sql_expiry --declare "expired timestamptz;" --round-end "
 		expired := bench_watermark(a) - interval '$HORIZON';
-		DELETE FROM dedup_sql_expiry WHERE ts <= expired;" <<EOF
-			INSERT INTO dedup_sql_expiry (id, ts, amount)
-			SELECT id, ts, amount FROM ev
-			 WHERE part = p AND pos > a AND pos <= a + $BATCH
-			ON CONFLICT (id) DO NOTHING;
-			GET DIAGNOSTICS n = ROW_COUNT;
-			acc := acc + n;
-EOF
+		DELETE FROM dedup_sql_expiry WHERE ts <= expired;" < <(insert_new_ids dedup_sql_expiry)
 
 # (d) weir's output with bounded state: a keyed state table with expiry,
 # and the kept records into an insert-only sink without index
@@ -310,20 +308,7 @@ figure sql_expiry
 figure sql_sink
 figure read_limit
 worker_start_figure dedup
-for ((run = 1; run <= RUNS; run++)); do
-	if [ -n "${RUN_RATE[$run]:-}" ]; then
-		echo "dedup.run$run: ${RUN_RATE[$run]} events/s"
-	fi
-done
-echo "# target: dedup >= 3x sql"
-if valid dedup; then
-	for kind in sql sql_expiry sql_sink; do
-		if valid "$kind"; then
-			echo "ratio.dedup_vs_$kind: $(ratio "${BEST[dedup]}" "${BEST[$kind]}")"
-		fi
-	done
-	echo "ratio.dedup_vs_read_limit: $(ratio "${BEST[dedup]}" "${BEST[read_limit]}")"
-fi
+operator_figures dedup sql sql_expiry sql_sink
 if [ -n "$LAST_COUNTS" ]; then
 	read -r out dropped late dead <<<"$LAST_COUNTS"
 	echo "# weir.pipelines after the last run's checkpoint (expected: $KEPT out, $DROPPED dropped, checked every run)"

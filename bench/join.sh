@@ -309,16 +309,7 @@ figure join
 figure sql
 figure read_limit
 worker_start_figure join
-for ((run = 1; run <= RUNS; run++)); do
-	if [ -n "${RUN_RATE[$run]:-}" ]; then
-		echo "join.run$run: ${RUN_RATE[$run]} events/s"
-	fi
-done
-echo "# target: join >= 3x sql"
-if valid join; then
-	valid sql && echo "ratio.join_vs_sql: $(ratio "${BEST[join]}" "${BEST[sql]}")"
-	echo "ratio.join_vs_read_limit: $(ratio "${BEST[join]}" "${BEST[read_limit]}")"
-fi
+operator_figures join sql
 echo "# sanity: rows produced in the last run of each (weir: its sink, checked equal to"
 echo "#  records_out), and rows in which they differ from the join over the whole topics"
 echo "#  (EXCEPT ALL both ways); 0 when equal"

@@ -245,16 +245,7 @@ figure last_value
 figure sql
 figure read_limit
 worker_start_figure last_value
-for ((run = 1; run <= RUNS; run++)); do
-	if [ -n "${RUN_RATE[$run]:-}" ]; then
-		echo "last_value.run$run: ${RUN_RATE[$run]} events/s"
-	fi
-done
-echo "# target: last_value >= 3x sql"
-if valid last_value; then
-	valid sql && echo "ratio.last_value_vs_sql: $(ratio "${BEST[last_value]}" "${BEST[sql]}")"
-	echo "ratio.last_value_vs_read_limit: $(ratio "${BEST[last_value]}" "${BEST[read_limit]}")"
-fi
+operator_figures last_value sql
 echo "# sanity: rows in which the sink (last run) and lv_sql (last run) differ from DISTINCT ON"
 echo "#  over the topic (EXCEPT ALL both ways); 0 when equal"
 echo "last_value.except_rows: ${LV_EXCEPT:-n/a} rows"

@@ -393,6 +393,27 @@ worker_start_figure() {
 	fi
 }
 
+# operator_figures KIND SQL_KIND...: KIND's per-run rates (RUN_RATE), the
+# target line, and KIND's ratios to each valid SQL_KIND and to the read limit.
+operator_figures() {
+	local kind=$1 run other
+	shift
+	for ((run = 1; run <= RUNS; run++)); do
+		if [ -n "${RUN_RATE[$run]:-}" ]; then
+			echo "$kind.run$run: ${RUN_RATE[$run]} events/s"
+		fi
+	done
+	echo "# target: $kind >= 3x sql"
+	if valid "$kind"; then
+		for other in "$@"; do
+			if valid "$other"; then
+				echo "ratio.${kind}_vs_$other: $(ratio "${BEST[$kind]}" "${BEST[$other]}")"
+			fi
+		done
+		echo "ratio.${kind}_vs_read_limit: $(ratio "${BEST[$kind]}" "${BEST[read_limit]}")"
+	fi
+}
+
 # checkpoint_figures KIND PREFIX ROWS_UNIT CHUNK_PER FIELD...: the
 # checkpoints of KIND's runs in bench_ckpt (duration = sync_ms + async_ms;
 # time_share against bench_state's secs of KIND), printed as PREFIXFIELD;
