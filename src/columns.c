@@ -40,6 +40,22 @@ weir_column_init_like(WeirColumn *c, const WeirColumn *like)
 	c->nulls = palloc(sizeof(bool) * c->cap);
 }
 
+/*
+ * n empty columns of the given columns' types, allocated in cxt; needs no
+ * catalog access, so it serves after a commit too (pending sink rows).
+ */
+WeirColumn *
+weir_columns_like(const WeirColumn *types, int n, MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	WeirColumn *cols = palloc(sizeof(WeirColumn) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		weir_column_init_like(&cols[i], &types[i]);
+	MemoryContextSwitchTo(oldcxt);
+	return cols;
+}
+
 void
 weir_column_add(WeirColumn *c, Datum value, bool isnull)
 {

@@ -30,6 +30,7 @@ typedef struct WeirColumn
 
 extern void weir_column_init(WeirColumn *c, Oid type);
 extern void weir_column_init_like(WeirColumn *c, const WeirColumn *like);
+extern WeirColumn *weir_columns_like(const WeirColumn *types, int n, MemoryContext cxt);
 extern void weir_column_add(WeirColumn *c, Datum value, bool isnull);
 extern Datum weir_column_array(WeirColumn *c);
 extern bytea *weir_make_bytea(const char *data, Size len);

@@ -34,18 +34,6 @@
 
 #include "dedup.h"
 
-/* Empty pending columns; outside a transaction too (types known already). */
-static void
-init_pending(WeirDedup *d)
-{
-	MemoryContext oldcxt = MemoryContextSwitchTo(d->pending_cxt);
-
-	d->pending = palloc(sizeof(WeirColumn) * Max(d->plan->ncolumns, 1));
-	for (int i = 0; i < d->plan->ncolumns; i++)
-		weir_column_init_like(&d->pending[i], &d->column_types[i]);
-	MemoryContextSwitchTo(oldcxt);
-}
-
 WeirDedup *
 weir_dedup_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 {
@@ -65,7 +53,7 @@ weir_dedup_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	for (int i = 0; i < plan->ncolumns; i++)
 		weir_column_init(&d->column_types[i], plan->columns[i].type);
 	MemoryContextSwitchTo(oldcxt);
-	init_pending(d);
+	d->pending = weir_columns_like(d->column_types, plan->ncolumns, d->pending_cxt);
 	return d;
 }
 
@@ -128,5 +116,5 @@ void
 weir_dedup_forget_pending(WeirDedup *d)
 {
 	MemoryContextReset(d->pending_cxt);
-	init_pending(d);
+	d->pending = weir_columns_like(d->column_types, d->plan->ncolumns, d->pending_cxt);
 }

@@ -74,17 +74,6 @@ row_size(uint32 len)
 	return offsetof(JoinRow, values) + len;
 }
 
-static void
-init_pending(WeirJoin *j)
-{
-	MemoryContext oldcxt = MemoryContextSwitchTo(j->pending_cxt);
-
-	j->pending = palloc(sizeof(WeirColumn) * j->plan->nsinkcols);
-	for (int i = 0; i < j->plan->nsinkcols; i++)
-		weir_column_init_like(&j->pending[i], &j->column_types[i]);
-	MemoryContextSwitchTo(oldcxt);
-}
-
 /* A row's column values back as Datums, in the pending rows' memory. */
 static void
 restore_values(WeirJoin *j, JoinRow *row, int ncols, Datum *values, bool *nulls)
@@ -314,7 +303,7 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	for (int i = 0; i < plan->nsinkcols; i++)
 		weir_column_init(&j->column_types[i], plan->sinkcols[i].type);
 	MemoryContextSwitchTo(oldcxt);
-	init_pending(j);
+	j->pending = weir_columns_like(j->column_types, plan->nsinkcols, j->pending_cxt);
 	return j;
 }
 
@@ -466,5 +455,5 @@ void
 weir_join_forget_pending(WeirJoin *j)
 {
 	MemoryContextReset(j->pending_cxt);
-	init_pending(j);
+	j->pending = weir_columns_like(j->column_types, j->plan->nsinkcols, j->pending_cxt);
 }
