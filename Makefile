@@ -23,6 +23,7 @@ OBJS = \
 	src/checkpoint.o \
 	src/live.o \
 	src/sink.o \
+	src/sink_order.o \
 	src/columns.o \
 	src/keyed.o \
 	src/dedup.o \

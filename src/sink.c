@@ -37,77 +37,15 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
-#include "parser/parse_oper.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
+#include "utils/relcache.h"
 #include "utils/snapmgr.h"
-#include "utils/sortsupport.h"
 #include "utils/rel.h"
 
 #include "sink.h"
 
 #define SINK_BATCH 1000
-
-/* Sorting rows into the order of the sink's unique key. */
-typedef struct RowOrder
-{
-	int			nkeys;			/* sort columns: the sink key's */
-	Datum	  **values;			/* column arrays, as given */
-	SortSupportData *ssup;		/* [nkeys] */
-} RowOrder;
-
-static int
-compare_rows(const void *a, const void *b, void *arg)
-{
-	RowOrder   *order = (RowOrder *) arg;
-	int			ra = *(const int *) a;
-	int			rb = *(const int *) b;
-
-	for (int k = 0; k < order->nkeys; k++)
-	{
-		int			cmp = ApplySortComparator(order->values[k][ra], false,
-											  order->values[k][rb], false,
-											  &order->ssup[k]);
-
-		if (cmp != 0)
-			return cmp;
-	}
-	return 0;
-}
-
-/*
- * The rows' order along the sink's unique key (for windows: key columns,
- * window_start), so that index insertion walks the btree instead of landing
- * on a random page per row.  Key columns are never null.  Without a unique
- * key, the rows stay in the order they came in.
- */
-static int *
-key_order(WeirPlan *plan, Datum **values, int nrows)
-{
-	RowOrder	order;
-	int		   *rows = palloc(sizeof(int) * Max(nrows, 1));
-
-	order.nkeys = plan->nsinkkey;
-	order.values = values;
-	order.ssup = palloc0(sizeof(SortSupportData) * Max(order.nkeys, 1));
-	for (int k = 0; k < order.nkeys; k++)
-	{
-		Oid			type = plan->sinkcols[k].type;
-		Oid			collation = plan->sinkcols[k].collation;
-		Oid			lt;
-
-		get_sort_group_operators(type, true, false, false, &lt, NULL, NULL, NULL);
-		order.ssup[k].ssup_cxt = CurrentMemoryContext;
-		order.ssup[k].ssup_collation = collation;
-		order.ssup[k].ssup_nulls_first = false;
-		PrepareSortSupportFromOrderingOp(lt, &order.ssup[k]);
-	}
-	for (int r = 0; r < nrows; r++)
-		rows[r] = r;
-	if (order.nkeys > 0)
-		qsort_arg(rows, nrows, sizeof(int), compare_rows, &order);
-	return rows;
-}
 
 /*
  * Whether the bulk path may write this sink; if so, map[i] is the sink
@@ -159,12 +97,19 @@ weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
 /*
  * Insert nrows rows given column by column (values[c][r], nulls[c][r]),
  * as the current user, in the current transaction.
+ *
+ * Two passes.  The heap tuples go in as the rows come (reading the column
+ * arrays and the values they point to, numerics say, in the order they
+ * were made: sequential); then the index entries, in the order of the
+ * sink's key (sink_order.c), from slots holding only the columns some
+ * index reads (key, expression and predicate columns), so that btree
+ * insertion walks the tree.  Sorting the rows for the heap too would make
+ * forming each tuple a string of cache misses.
  */
 void
 weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map, int ncols,
 					  Datum **values, bool **nulls, int nrows)
 {
-	int		   *order = key_order(plan, values, nrows);
 	Relation	rel = table_open(sink, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	EState	   *estate = CreateExecutorState();
@@ -172,11 +117,13 @@ weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map, int ncols,
 	BulkInsertState bistate = GetBulkInsertState();
 	CommandId	cid = GetCurrentCommandId(true);
 	TupleTableSlot *slots[SINK_BATCH];
+	ItemPointerData *tids;
 
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
 	for (int i = 0; i < SINK_BATCH; i++)
 		slots[i] = table_slot_create(rel, NULL);
+	tids = palloc_extended(sizeof(ItemPointerData) * Max(nrows, 1), MCXT_ALLOC_HUGE);
 
 	for (int start = 0; start < nrows; start += SINK_BATCH)
 	{
@@ -190,32 +137,59 @@ weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map, int ncols,
 			memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
 			for (int c = 0; c < ncols; c++)
 			{
-				slot->tts_values[map[c] - 1] = values[c][order[start + i]];
-				slot->tts_isnull[map[c] - 1] = nulls[c][order[start + i]];
+				slot->tts_values[map[c] - 1] = values[c][start + i];
+				slot->tts_isnull[map[c] - 1] = nulls[c][start + i];
 			}
 			ExecStoreVirtualTuple(slot);
 		}
 		table_multi_insert(rel, slots, n, cid, 0, bistate);
 		for (int i = 0; i < n; i++)
-		{
-			List	   *recheck = NIL;
-
-			if (rri->ri_NumIndices > 0)
-				recheck = ExecInsertIndexTuples(rri, slots[i], estate, false,
-												false, NULL, NIL);
-			list_free(recheck);
-			ResetPerTupleExprContext(estate);
-		}
+			tids[start + i] = slots[i]->tts_tid;
 		CHECK_FOR_INTERRUPTS();
+	}
+
+	if (rri->ri_NumIndices > 0)
+	{
+		int		   *order = weir_sink_key_order(plan, values, nrows);
+		Bitmapset  *indexed = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_ALL);
+		int		   *cols = palloc(sizeof(int) * ncols);
+		int			ncols_indexed = 0;
+		TupleTableSlot *slot = slots[0];
+
+		for (int c = 0; c < ncols; c++)
+			if (bms_is_member(map[c] - FirstLowInvalidHeapAttributeNumber, indexed))
+				cols[ncols_indexed++] = c;
+		for (int i = 0; i < nrows; i++)
+		{
+			int			r = order[i];
+
+			ExecClearTuple(slot);
+			memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
+			for (int j = 0; j < ncols_indexed; j++)
+			{
+				int			c = cols[j];
+
+				slot->tts_values[map[c] - 1] = values[c][r];
+				slot->tts_isnull[map[c] - 1] = nulls[c][r];
+			}
+			ExecStoreVirtualTuple(slot);
+			slot->tts_tid = tids[r];
+			list_free(ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL));
+			ResetPerTupleExprContext(estate);
+			if ((i & 1023) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+		pfree(cols);
+		pfree(order);
 	}
 
 	for (int i = 0; i < SINK_BATCH; i++)
 		ExecDropSingleTupleTableSlot(slots[i]);
+	pfree(tids);
 	FreeBulkInsertState(bistate);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
-	pfree(order);
 }
 
 /*
@@ -290,7 +264,7 @@ weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
 		table_close(rel, RowExclusiveLock);
 		return false;
 	}
-	order = key_order(plan, values, nrows);
+	order = weir_sink_key_order(plan, values, nrows);
 	index = index_open(indexoid, RowExclusiveLock);
 	keys = palloc0(sizeof(ScanKeyData) * plan->nsinkkey);
 	for (int k = 0; k < plan->nsinkkey; k++)
