@@ -280,6 +280,9 @@ weir_catalog_pipeline_delete(int32 id)
 	Datum		value = Int32GetDatum(id);
 
 	weir_catalog_privileged_begin(&p);
+	/* no foreign key to cascade (see weir.pipeline_state) */
+	weir_catalog_exec("DELETE FROM weir.pipeline_state WHERE pipeline_id = $1", 1,
+					  &type, &value, NULL, SPI_OK_DELETE);
 	weir_catalog_exec("DELETE FROM weir.pipeline WHERE id = $1", 1, &type, &value,
 					  NULL, SPI_OK_DELETE);
 	weir_catalog_privileged_end(&p);
