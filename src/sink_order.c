@@ -83,14 +83,14 @@ compare_items(const void *a, const void *b, void *arg)
 }
 
 static void
-prepare_sort_support(WeirPlan *plan, SortSupport ssup, int k)
+prepare_sort_support(WeirPlan *plan, SortSupport ssup, int c)
 {
 	Oid			lt;
 
-	get_sort_group_operators(plan->sinkcols[k].type, true, false, false, &lt,
+	get_sort_group_operators(plan->sinkcols[c].type, true, false, false, &lt,
 							 NULL, NULL, NULL);
 	ssup->ssup_cxt = CurrentMemoryContext;
-	ssup->ssup_collation = plan->sinkcols[k].collation;
+	ssup->ssup_collation = plan->sinkcols[c].collation;
 	ssup->ssup_nulls_first = false;
 	PrepareSortSupportFromOrderingOp(lt, ssup);
 }
@@ -116,27 +116,31 @@ int_order(Datum **values, int nrows, int nkeys, const bool *int32key)
 }
 
 /*
- * Row numbers 0 .. nrows - 1 in the order of the plan's sink key columns
- * (values[0 .. plan->nsinkkey - 1], never null); as given when the sink
- * has no key.  palloc'd.
+ * Row numbers 0 .. nrows - 1 in the order of the sink columns keycol[0 ..
+ * nkeys - 1] (the columns of the sink's unique index, in the index's order;
+ * never null); as given when nkeys is 0.  palloc'd.
  */
 int *
-weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows)
+weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows,
+					const int *keycol, int nkeys)
 {
-	int			nkeys = plan->nsinkkey;
 	SortSupportData *ssup = palloc0(sizeof(SortSupportData) * Max(nkeys, 1));
 	bool		int32key[2] = {false, false};
 	bool		all_int = nkeys <= 2;
 	int			width = nkeys + 1;
 	Datum	   *items;
+	Datum	   *keyvalues[2];
 	int		   *rows;
 	ItemOrder	order;
 
 	for (int k = 0; k < nkeys; k++)
 	{
-		prepare_sort_support(plan, &ssup[k], k);
+		prepare_sort_support(plan, &ssup[k], keycol[k]);
 		if (k < 2)
+		{
 			int32key[k] = ssup[k].comparator == ssup_datum_int32_cmp;
+			keyvalues[k] = values[keycol[k]];
+		}
 		if (ssup[k].comparator != ssup_datum_signed_cmp &&
 			ssup[k].comparator != ssup_datum_int32_cmp)
 			all_int = false;
@@ -144,7 +148,7 @@ weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows)
 	if (nkeys > 0 && all_int)
 	{
 		pfree(ssup);
-		return int_order(values, nrows, nkeys, int32key);
+		return int_order(keyvalues, nrows, nkeys, int32key);
 	}
 
 	rows = palloc(sizeof(int) * Max(nrows, 1));
@@ -159,7 +163,7 @@ weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows)
 	for (int r = 0; r < nrows; r++)
 	{
 		for (int k = 0; k < nkeys; k++)
-			items[r * width + k] = values[k][r];
+			items[r * width + k] = values[keycol[k]][r];
 		items[r * width + nkeys] = Int32GetDatum(r);
 	}
 	order.nkeys = nkeys;
