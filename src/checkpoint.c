@@ -50,6 +50,7 @@
 #include "join.h"
 #include "lastvalue.h"
 #include "sink.h"
+#include "state_rows.h"
 #include "worker.h"
 
 /* Key image (worker.c append_key) back to one Datum per key column. */
@@ -278,7 +279,8 @@ typedef struct WindowChanges
 {
 	SinkRows	sink;			/* rows already in the sink: upserted */
 	SinkRows	fresh;			/* first emission of a window: inserted */
-	WeirColumn	skeys, sstarts, sends, sfired, sstates;	/* state rows */
+	WeirStateRows new_states;	/* state rows of windows without one yet */
+	WeirStateRows old_states;	/* state rows an earlier checkpoint wrote */
 	WeirColumn	dkeys, dstarts; /* state rows to delete */
 	WeirColumn *rkeys;			/* sink rows to retract: key columns */
 	WeirColumn	rstarts;
@@ -310,11 +312,8 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 
 	sink_rows_init(&c->sink, plan);
 	sink_rows_init(&c->fresh, plan);
-	weir_column_init(&c->skeys, BYTEAOID);
-	weir_column_init(&c->sstarts, TIMESTAMPTZOID);
-	weir_column_init(&c->sends, TIMESTAMPTZOID);
-	weir_column_init(&c->sfired, BOOLOID);
-	weir_column_init(&c->sstates, BYTEAOID);
+	weir_state_rows_init(&c->new_states);
+	weir_state_rows_init(&c->old_states);
 	weir_column_init(&c->dkeys, BYTEAOID);
 	weir_column_init(&c->dstarts, TIMESTAMPTZOID);
 	c->rkeys = palloc(sizeof(WeirColumn) * plan->nkeys);
@@ -339,11 +338,9 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 		{
 			bytea	   *image = weir_agg_states_image(plan, states);
 
-			weir_column_add(&c->skeys, PointerGetDatum(weir_make_bytea(win->data, win->keylen)), false);
-			weir_column_add(&c->sstarts, TimestampTzGetDatum(win->start), false);
-			weir_column_add(&c->sends, TimestampTzGetDatum(end), false);
-			weir_column_add(&c->sfired, BoolGetDatum((win->flags & WEIR_WINDOW_FIRED) != 0), false);
-			weir_column_add(&c->sstates, PointerGetDatum(image), false);
+			weir_state_rows_add((win->flags & WEIR_WINDOW_PERSISTED) ? &c->old_states : &c->new_states,
+								weir_make_bytea(win->data, win->keylen), win->start, end,
+								(win->flags & WEIR_WINDOW_FIRED) != 0, image);
 			n->bytes += win->keylen + VARSIZE_ANY_EXHDR(image);
 			win->flags &= ~WEIR_WINDOW_DIRTY;
 			win->flags |= WEIR_WINDOW_PERSISTED;
@@ -371,7 +368,7 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 		}
 	}
 	n->sink_rows = c->sink.cols[0].n + c->fresh.cols[0].n;
-	n->state_rows = c->skeys.n;
+	n->state_rows = c->new_states.keys.n + c->old_states.keys.n;
 	n->state_deletes = c->dkeys.n;
 }
 
@@ -392,15 +389,9 @@ window_write(WeirWorker *w, WindowChanges *c)
 	}
 	write_sink_rows(w, &c->fresh, false);
 	write_sink_rows(w, &c->sink, true);
-	if (c->skeys.n > 0)
-		weir_catalog_write_state(w->row.id, weir_column_array(&c->skeys),
-								 weir_column_array(&c->sstarts),
-								 weir_column_array(&c->sends),
-								 weir_column_array(&c->sfired),
-								 weir_column_array(&c->sstates));
-	if (c->dkeys.n > 0)
-		weir_catalog_delete_state(w->row.id, weir_column_array(&c->dkeys),
-								  weir_column_array(&c->dstarts));
+	weir_state_rows_write(w->row.id, &c->new_states, false);
+	weir_state_rows_write(w->row.id, &c->old_states, true);
+	weir_state_rows_delete(w->row.id, &c->dkeys, &c->dstarts);
 }
 
 /* What a checkpoint of last values writes */

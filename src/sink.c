@@ -8,10 +8,10 @@
  * work (one row per closed window), and going through INSERT ... SELECT
  * FROM unnest() costs the executor per row.  This path skips the executor,
  * so it is used only where the executor would add nothing: a plain table
- * with no triggers, no row-level security, no CHECK constraints, no
- * generated columns, exactly the pipeline's columns (in any order), NOT
- * NULL only where weir never writes null, and INSERT granted to the current
- * user (the pipeline's owner).  Anything else goes through SQL
+ * with no triggers, no row-level security that applies to the current
+ * user, no CHECK constraints, no generated columns, exactly the pipeline's
+ * columns (in any order), NOT NULL only where weir never writes null, and
+ * INSERT granted to the current user (the pipeline's owner).  Anything else goes through SQL
  * (catalog_pipeline.c).  Unique keys are still enforced by the index
  * insertion, so a row already in the sink raises a unique violation, which
  * checkpoint.c answers by upserting.
@@ -40,6 +40,7 @@
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/relcache.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
 
@@ -69,7 +70,8 @@ weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
 
 	ok = rel->rd_rel->relkind == RELKIND_RELATION &&
 		rel->trigdesc == NULL &&
-		!rel->rd_rel->relrowsecurity &&
+		/* policies that apply to this user need the executor */
+		check_enable_rls(sink, InvalidOid, true) != RLS_ENABLED &&
 		(desc->constr == NULL ||
 		 (desc->constr->num_check == 0 && !desc->constr->has_generated_stored)) &&
 		pg_class_aclcheck(sink, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
@@ -255,19 +257,13 @@ weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map, int ncols,
 }
 
 /*
- * Rewrite rows already in the sink, given column by column like
- * weir_sink_bulk_insert: each row's tuple is found through the sink's
- * unique index on the key columns and updated in place (HOT when only
- * non-indexed columns change, so without index entries), as the current
- * user.  This is what INSERT ... ON CONFLICT DO UPDATE does for a row that
- * conflicts, without the executor per row.  Returns false, having updated
- * some rows or none, when there is no such index, UPDATE is not granted, or
- * a row's key is not in the sink: the caller then upserts through SQL
- * (which writes the same values again).  The sink must be bulk-eligible.
+ * Update (or delete) rows already in the sink, each found through the
+ * sink's unique index on the key columns, in key order.  See
+ * weir_sink_bulk_update and weir_sink_bulk_delete.
  */
-bool
-weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
-					  Datum **values, bool **nulls, int nrows)
+static bool
+bulk_modify(Oid sink, WeirPlan *plan, const int *map, int ncols,
+			Datum **values, bool **nulls, int nrows, bool delete)
 {
 	Relation	rel = table_open(sink, RowExclusiveLock);
 	int		   *keycol = palloc(sizeof(int) * Max(plan->nsinkkey, 1));
@@ -286,7 +282,8 @@ weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
 	bool		all_found = true;
 
 	if (!OidIsValid(indexoid) ||
-		pg_class_aclcheck(sink, GetUserId(), ACL_UPDATE | ACL_SELECT) != ACLCHECK_OK)
+		pg_class_aclcheck(sink, GetUserId(),
+						  (delete ? ACL_DELETE : ACL_UPDATE) | ACL_SELECT) != ACLCHECK_OK)
 	{
 		table_close(rel, RowExclusiveLock);
 		return false;
@@ -334,6 +331,16 @@ weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
 			all_found = false;	/* not there (someone deleted it?): SQL decides */
 			break;
 		}
+		if (delete)
+		{
+			result = table_tuple_delete(rel, &oldslot->tts_tid, cid, snapshot,
+										InvalidSnapshot, true, &tmfd, false);
+			if (result != TM_Ok)
+				elog(ERROR, "weir could not delete a row of sink \"%s\" (result %d)",
+					 RelationGetRelationName(rel), (int) result);
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
 		ExecClearTuple(newslot);
 		memset(newslot->tts_isnull, true, sizeof(bool) * desc->natts);
 		for (int c = 0; c < ncols; c++)
@@ -370,4 +377,36 @@ weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
 	pfree(order);
 	CommandCounterIncrement();
 	return all_found;
+}
+
+/*
+ * Rewrite rows already in the sink, given column by column like
+ * weir_sink_bulk_insert: each row's tuple is found through the sink's
+ * unique index on the key columns and updated in place (HOT when only
+ * non-indexed columns change, so without index entries), as the current
+ * user.  This is what INSERT ... ON CONFLICT DO UPDATE does for a row that
+ * conflicts, without the executor per row.  Returns false, having updated
+ * some rows or none, when there is no such index, UPDATE is not granted, or
+ * a row's key is not in the sink: the caller then upserts through SQL
+ * (which writes the same values again).  The sink must be bulk-eligible.
+ */
+bool
+weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
+					  Datum **values, bool **nulls, int nrows)
+{
+	return bulk_modify(sink, plan, map, ncols, values, nulls, nrows, false);
+}
+
+/*
+ * Delete rows by key: values[c] for the key columns c < plan->nsinkkey, in
+ * the layout of weir_sink_bulk_insert (other columns are not read).  As
+ * weir_sink_bulk_update, it returns false (some rows deleted, or none) when
+ * there is no such index, DELETE is not granted, or a key is not there: the
+ * caller then deletes through SQL, which finds what is left.
+ */
+bool
+weir_sink_bulk_delete(Oid sink, WeirPlan *plan, const int *map,
+					  Datum **values, int nrows)
+{
+	return bulk_modify(sink, plan, map, plan->nsinkkey, values, NULL, nrows, true);
 }
