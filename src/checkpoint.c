@@ -563,6 +563,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	WeirKeyedCollected collected;
 	CheckpointCounts n = {0, 0, 0, 0};
 	WeirColumn	parts, positions, maxtimes;
+	TimestampTz written;
 
 	/* a pipeline dropped (or replaced under the same id) ends its worker */
 	{
@@ -647,12 +648,16 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		window_write(w, &changes);
 	write_progress(w, &parts, &positions, &maxtimes);
 	w->checkpoint_id++;
+	written = weir_clock_now();
 	weir_catalog_write_checkpoint(w->row.id, w->checkpoint_id, due, w->watermark,
 								  ms_since(due, started), ms_since(started, synced),
-								  ms_since(synced, weir_clock_now()), n.bytes,
+								  ms_since(synced, written), n.bytes,
 								  n.sink_rows, n.state_rows, n.state_deletes,
 								  w->records_since);
 	w->records_since = 0;
+	/* enough rows to say what one costs (the commit is not counted) */
+	if (n.sink_rows >= WEIR_SINK_ROWS_MEASURED)
+		w->sink_row_us = (double) (written - started) / n.sink_rows;
 }
 
 static void

@@ -775,6 +775,27 @@ stop_out_of_memory(WeirWorker *w)
 	proc_exit(0);
 }
 
+/*
+ * Sink rows the next checkpoint will write, about (windows: those fired
+ * since the last one; late updates and 'updates' emission not counted).
+ * Reading a backlog, windows fire or records pass far faster than a
+ * checkpoint writes their rows: a checkpoint then comes as soon as the
+ * rows waiting would take half the interval to write, so that checkpoints
+ * keep the interval instead of growing with the backlog (each one's
+ * results committed within about an interval of being computed).
+ */
+static int64
+pending_sink_rows(WeirWorker *w)
+{
+	if (w->dedup)
+		return w->dedup->pending[0].n;
+	if (w->join)
+		return w->join->pending[0].n;
+	if (w->last_value)
+		return w->last_value->npending;
+	return w->fired_since;
+}
+
 static void
 run(WeirWorker *w)
 {
@@ -821,9 +842,15 @@ run(WeirWorker *w)
 			if (weir_keyed_expire(w->last_value->keys, w->watermark) > 0)
 				w->changed = true;
 		}
-		else if (weir_window_fire(w->store, w->watermark, w->lateness, w->emit_updates) > 0 ||
-				 w->store->retired != NIL)
-			w->changed = true;
+		else
+		{
+			int64		fired = weir_window_fire(w->store, w->watermark, w->lateness,
+												 w->emit_updates);
+
+			w->fired_since += fired;
+			if (fired > 0 || w->store->retired != NIL)
+				w->changed = true;
+		}
 		LWLockRelease(&w->slot->lock);
 
 		/* generic-aggregate states live in this process: they count too */
@@ -845,7 +872,8 @@ run(WeirWorker *w)
 		checkpoint = (now >= w->next_checkpoint && w->changed) ||
 			(tickets > served && caught_up) ||
 			(w->changed && w->store->root->bytes > w->row.max_state_memory / 2 &&
-			 held_entries(w) > 0);
+			 held_entries(w) > 0) ||
+			(w->changed && pending_sink_rows(w) * w->sink_row_us >= w->checkpoint_interval / 2);
 		if (checkpoint)
 		{
 			pgstat_report_activity(STATE_RUNNING, "weir: checkpoint");
@@ -866,6 +894,7 @@ run(WeirWorker *w)
 				weir_keyed_forget_removed(w->last_value->keys);
 			}
 			w->changed = false;
+			w->fired_since = 0;
 			/* what expired while waiting for this checkpoint goes now */
 			LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 			if (w->dedup && w->dedup->ids)
@@ -982,6 +1011,7 @@ setup(int32 id)
 	w->idle_timeout = w->row.has_idle_timeout ?
 		weir_interval_usecs(&w->row.idle_timeout, "idle_timeout") : 0;
 	w->checkpoint_interval = weir_interval_usecs(&w->row.checkpoint_interval, "checkpoint_interval");
+	w->sink_row_us = WEIR_SINK_ROW_US_DEFAULT;
 	w->emit_updates = strcmp(w->row.emit, "updates") == 0;
 	w->pos = palloc0(sizeof(int64) * w->partitions);
 	w->max_event_time = palloc(sizeof(TimestampTz) * w->partitions);

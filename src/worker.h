@@ -76,6 +76,14 @@ typedef struct WeirSide
 								 * arguments to copy; 0: none */
 } WeirSide;
 
+/*
+ * A checkpoint that wrote at least this many sink rows measures what one
+ * costs; until one has, a row is taken to cost the default (about what a
+ * first emission costs on a 2-core machine).
+ */
+#define WEIR_SINK_ROWS_MEASURED 1000
+#define WEIR_SINK_ROW_US_DEFAULT 2.0
+
 typedef struct WeirWorker
 {
 	WeirPipelineRow row;
@@ -129,6 +137,10 @@ typedef struct WeirWorker
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
 	List	   *late;			/* int64[2] {part, position} of late rows, when kept */
 	bool		changed;		/* anything to checkpoint */
+	int64		fired_since;	/* windows fired since the last checkpoint */
+	double		sink_row_us;	/* what a sink row costs a checkpoint, as last
+								 * measured (worker.c: checkpoints sized to
+								 * the interval) */
 	SPIPlanPtr	sink_plan;		/* upsert: rows already emitted */
 	SPIPlanPtr	sink_insert_plan;	/* first emission of a window */
 	int		   *sink_map;		/* sink attribute of each of our columns (sink.c) */
