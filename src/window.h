@@ -25,6 +25,8 @@
 #define WEIR_WINDOW_SINK_DIRTY	0x04	/* its sink row must be (re)written */
 #define WEIR_WINDOW_PERSISTED	0x08	/* a state row exists in weir.pipeline_state */
 #define WEIR_WINDOW_EMITTED		0x10	/* a checkpoint wrote its row to the sink */
+#define WEIR_WINDOW_HELD		0x20	/* keyed: expired while changed, out of
+										 * the index, waiting to go (keyed.c) */
 
 /*
  * One (key, window) in DSA.  Flat and pointer-free but for `next`, a

@@ -133,6 +133,7 @@ sub dsm_mapped
 {
 	my ($pid) = @_;
 	my %seg;
+	no warnings 'portable';    # 64-bit addresses: this perl has 64-bit integers
 	open my $fh, '<', "/proc/$pid/maps" or return undef;
 	while (<$fh>)
 	{
