@@ -341,6 +341,55 @@ SELECT status, last_error FROM weir.pipelines WHERE name = 'fail';
 SELECT count(*) FROM fail;
 
 ------------------------------------------------------------------------------
+-- Row-level security on a sink: policies that apply to the pipeline's owner
+-- are enforced (the write goes through the executor), policies that do not
+-- (an owner's own table, not forced) are not in the way of the bulk path
+------------------------------------------------------------------------------
+SELECT weir.create_topic('rls_src', 'k int, t timestamptz');
+GRANT SELECT ON rls_src TO weir_runner;
+SET ROLE weir_runner;
+CREATE TABLE runner.rls_forced (k int NOT NULL, window_start timestamptz NOT NULL,
+                                window_end timestamptz NOT NULL, n bigint,
+                                PRIMARY KEY (window_start, k));
+ALTER TABLE runner.rls_forced ENABLE ROW LEVEL SECURITY;
+ALTER TABLE runner.rls_forced FORCE ROW LEVEL SECURITY;
+CREATE POLICY readable ON runner.rls_forced FOR SELECT USING (true);
+CREATE POLICY small_only ON runner.rls_forced FOR INSERT WITH CHECK (n <= 1);
+CREATE TABLE runner.rls_owned (LIKE runner.rls_forced INCLUDING ALL);
+ALTER TABLE runner.rls_owned ENABLE ROW LEVEL SECURITY;
+CREATE POLICY small_only ON runner.rls_owned FOR INSERT WITH CHECK (n <= 1);
+SELECT weir.create_pipeline('rls_forced', 'rls_src', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n',
+                            sink => 'runner.rls_forced', checkpoint_interval => '1 hour') > 0 AS created;
+SELECT weir.create_pipeline('rls_owned', 'rls_src', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n',
+                            sink => 'runner.rls_owned', checkpoint_interval => '1 hour') > 0 AS created;
+RESET ROLE;
+INSERT INTO rls_src (k, t) VALUES (1, '2024-01-01 00:00:10+00'), (1, '2024-01-01 00:00:20+00'),
+                                  (2, '2024-01-01 00:00:30+00'), (1, '2024-01-01 00:05:00+00');
+SET ROLE weir_runner;
+-- the forced policy refuses the row with n = 2: the pipeline fails
+SELECT weir.checkpoint('rls_forced');
+\echo :LAST_ERROR_SQLSTATE
+DO $$
+BEGIN
+	FOR i IN 1 .. 100 LOOP
+		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'rls_forced' AND status = 'failed');
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+SELECT status, last_error FROM weir.pipelines WHERE name = 'rls_forced';
+SELECT count(*) FROM runner.rls_forced;
+-- the owner's own table: its policies do not apply to it
+SELECT weir.checkpoint('rls_owned') > 0 AS checkpointed;
+SELECT * FROM runner.rls_owned ORDER BY window_start, k;
+SELECT weir.drop_pipeline('rls_forced');
+SELECT weir.drop_pipeline('rls_owned');
+DROP TABLE runner.rls_forced, runner.rls_owned;
+RESET ROLE;
+REVOKE SELECT ON rls_src FROM weir_runner;
+
+------------------------------------------------------------------------------
 -- Dropping a pipeline keeps its sink; a pipeline created again over that sink
 -- reads the topic from its start and writes the same rows
 ------------------------------------------------------------------------------
@@ -482,6 +531,6 @@ DROP ROLE weir_runner;
 DROP ROLE weir_nobody;
 SELECT weir.drop_topic(t)
   FROM unnest(ARRAY['tum_src', 'hop_src', 'filt_src', 'late_src', 'upd_src', 'two_src', 'dl_src',
-                    'fail_src', 'ses_src', 'sesu_src']::regclass[]) AS t;
+                    'fail_src', 'rls_src', 'ses_src', 'sesu_src']::regclass[]) AS t;
 DROP FUNCTION oracle_diff(regclass, text);
 DROP FUNCTION checkpoint_watermark(text);
