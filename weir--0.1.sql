@@ -315,7 +315,9 @@ CREATE TABLE weir.pipeline_position (
 -- windows that changed and deletes those that closed, so this table is the
 -- whole state at all times and its cost follows what changed.  No foreign
 -- key: its check, a query per inserted row, took a third of a checkpoint's
--- state writing; weir.drop_pipeline deletes a pipeline's rows itself.
+-- state writing; weir.drop_pipeline deletes a pipeline's rows itself.  The
+-- primary key has window_start before key: windows open in time order, so a
+-- checkpoint's new rows go to the right edge of the index (as for sinks).
 CREATE TABLE weir.pipeline_state (
 	pipeline_id		integer NOT NULL,
 	key				bytea NOT NULL,
@@ -323,7 +325,7 @@ CREATE TABLE weir.pipeline_state (
 	window_end		timestamptz NOT NULL,
 	fired			boolean NOT NULL,
 	state			bytea NOT NULL,
-	PRIMARY KEY (pipeline_id, key, window_start)
+	PRIMARY KEY (pipeline_id, window_start, key)
 );
 
 -- The state of keyed operators (dedup, last_value) of the last checkpoint, as chunks:
