@@ -110,6 +110,13 @@ SELECT weir.checkpoint('uniq') > 0 AS checkpointed;
 INSERT INTO dd_orders (order_id, shop, amount, ts) VALUES (2, 'late', 7, '2026-01-01 00:00:30+00');
 SELECT weir.checkpoint('uniq') > 0 AS checkpointed;
 SELECT count(*) AS ids_left FROM weir.live_state('uniq');
+-- the expired chunks went, and their entries count as state_deletes: what
+-- the checkpoints wrote is what the chunks hold plus what they deleted
+SELECT deleted > 0 AS some_deleted, deleted = written - kept AS deletes_add_up
+  FROM (SELECT (SELECT sum(state_deletes) FROM weir.checkpoints c WHERE c.pipeline_id = p.id) AS deleted,
+               (SELECT sum(state_rows) FROM weir.checkpoints c WHERE c.pipeline_id = p.id) AS written,
+               (SELECT coalesce(sum(entries), 0) FROM weir.pipeline_chunk k WHERE k.pipeline_id = p.id) AS kept
+          FROM weir.pipeline p WHERE p.name = 'uniq') s;
 SELECT order_id, shop, amount FROM dd_orders_late;
 SELECT records_late FROM weir.pipelines WHERE name = 'uniq';
 

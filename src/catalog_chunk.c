@@ -44,10 +44,12 @@ weir_catalog_write_chunk(int32 id, int space, int64 chunk, TimestampTz expires_a
 
 /*
  * Delete the chunks that expired by `watermark`, or (below_chunk > 0) all
- * chunks numbered below it; returns how many bytes of data went.
+ * chunks numbered below it; returns how many bytes of data went, and in
+ * *entries how many entry images they held.
  */
 int64
-weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark, int64 below_chunk)
+weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark, int64 below_chunk,
+						   int64 *entries)
 {
 	WeirCatalogPrivilege p;
 	Oid			types[4] = {INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID};
@@ -59,15 +61,18 @@ weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark, int64 bel
 	weir_catalog_privileged_begin(&p);
 	weir_catalog_exec("WITH gone AS (DELETE FROM weir.pipeline_chunk "
 					  "WHERE pipeline_id = $1 AND space = $4 AND (expires_at <= $2 OR chunk < $3) "
-					  "RETURNING octet_length(data) AS len) "
-					  "SELECT coalesce(sum(len), 0)::bigint FROM gone",
+					  "RETURNING octet_length(data) AS len, entries) "
+					  "SELECT coalesce(sum(len), 0)::bigint, coalesce(sum(entries), 0)::bigint FROM gone",
 					  4, types, values, nulls, SPI_OK_SELECT);
+	*entries = 0;
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
 
 		bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											SPI_tuptable->tupdesc, 1, &isnull));
+		*entries = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 2, &isnull));
 	}
 	weir_catalog_privileged_end(&p);
 	return bytes;

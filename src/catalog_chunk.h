@@ -21,7 +21,7 @@ extern void weir_catalog_write_chunk(int32 id, int space, int64 chunk,
 									 TimestampTz expires_at, int32 entries,
 									 bytea *data);
 extern int64 weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark,
-										int64 below_chunk);
+										 int64 below_chunk, int64 *entries);
 extern int64 weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb,
 									  void *arg, int64 *bytes, int64 *next_chunk);
 

@@ -634,7 +634,10 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	{
 		write_sink_rows(w, &kept, false);
 		if (w->dedup->ids)
+		{
 			weir_keyed_write(w->dedup->ids, w->row.id, w->watermark, &collected);
+			n.state_deletes = collected.deleted_entries;
+		}
 	}
 	else if (plan->op == WEIR_OP_LAST_VALUE)
 		last_value_write(w, &last_values);
@@ -642,7 +645,10 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 	{
 		write_sink_rows(w, &kept, false);
 		for (int s = 0; s < 2; s++)
+		{
 			weir_keyed_write(w->join->sides[s], w->row.id, w->watermark, &sides[s]);
+			n.state_deletes += sides[s].deleted_entries;
+		}
 	}
 	else
 		window_write(w, &changes);

@@ -549,7 +549,8 @@ weir_keyed_write(WeirKeyed *d, int32 pipeline_id, TimestampTz watermark,
 	if (collected->compacted)
 	{
 		collected->deleted_bytes =
-			weir_catalog_delete_chunks(pipeline_id, d->space, DT_NOBEGIN, first);
+			weir_catalog_delete_chunks(pipeline_id, d->space, DT_NOBEGIN, first,
+									   &collected->deleted_entries);
 		d->chunk_bytes = collected->bytes;
 	}
 	else
@@ -558,7 +559,8 @@ weir_keyed_write(WeirKeyed *d, int32 pipeline_id, TimestampTz watermark,
 		if (d->retention > 0 && !TIMESTAMP_NOT_FINITE(watermark))
 		{
 			collected->deleted_bytes =
-				weir_catalog_delete_chunks(pipeline_id, d->space, watermark, 0);
+				weir_catalog_delete_chunks(pipeline_id, d->space, watermark, 0,
+										   &collected->deleted_entries);
 			d->chunk_bytes -= collected->deleted_bytes;
 		}
 	}

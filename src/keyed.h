@@ -95,6 +95,7 @@ typedef struct WeirKeyedCollected
 	int64		entries;
 	int64		bytes;
 	int64		deleted_bytes;	/* chunks deleted */
+	int64		deleted_entries;	/* entry images in them */
 	bool		compacted;
 } WeirKeyedCollected;
 
