@@ -34,7 +34,6 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "utils/array.h"
-#include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "access/xact.h"
@@ -188,6 +187,22 @@ run_sink_write(WeirWorker *w, SinkRows *rows, bool upsert)
 	SPI_finish();
 }
 
+/* A first emission of rows, for weir_sink_try_insert */
+typedef struct SinkInsert
+{
+	WeirWorker *w;
+	SinkRows   *rows;
+} SinkInsert;
+
+static void
+sink_insert(void *arg)
+{
+	SinkInsert *si = (SinkInsert *) arg;
+
+	if (!bulk_write(si->w, si->rows, false))
+		run_sink_write(si->w, si->rows, false);
+}
+
 /*
  * Write sink rows, as the pipeline's owner (the current user).  Windows
  * emitted for the first time go in with a plain INSERT, much cheaper than
@@ -198,9 +213,7 @@ run_sink_write(WeirWorker *w, SinkRows *rows, bool upsert)
 static void
 write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool conflict = false;
+	SinkInsert	si = {w, rows};
 
 	if (rows->cols[0].n == 0)
 		return;
@@ -211,41 +224,9 @@ write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
 			run_sink_write(w, rows, true);
 	}
 	else if (w->plan->nsinkkey == 0)
-	{
-		/* rows without a key are only ever inserted */
-		if (!bulk_write(w, rows, false))
-			run_sink_write(w, rows, false);
-	}
-	else
-	{
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(oldcxt);
-		PG_TRY();
-		{
-			if (!bulk_write(w, rows, false))
-				run_sink_write(w, rows, false);
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(oldcxt);
-			edata = CopyErrorData();
-			if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-				PG_RE_THROW();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-			conflict = true;
-		}
-		PG_END_TRY();
-		if (conflict)
-			run_sink_write(w, rows, true);
-	}
+		sink_insert(&si);		/* rows without a key are only ever inserted */
+	else if (!weir_sink_try_insert(sink_insert, &si))
+		run_sink_write(w, rows, true);
 	pg_atomic_fetch_add_u64(&w->slot->records_out, rows->cols[0].n);
 }
 

@@ -43,6 +43,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 
 #include "sink.h"
 
@@ -409,4 +410,43 @@ weir_sink_bulk_delete(Oid sink, WeirPlan *plan, const int *map,
 					  Datum **values, int nrows)
 {
 	return bulk_modify(sink, plan, map, plan->nsinkkey, values, NULL, nrows, true);
+}
+
+/*
+ * Run insert(arg) in a subtransaction: true if it completed; false if it
+ * raised a unique violation (a row already there), its work rolled back;
+ * any other error propagates.  Callers then write the rows by upserting.
+ */
+bool
+weir_sink_try_insert(void (*insert) (void *arg), void *arg)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool done = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		insert(arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		done = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			PG_RE_THROW();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return done;
 }

@@ -33,7 +33,6 @@
 #include "catalog/pg_type.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 
 #include "catalog.h"
 #include "catalog_pipeline.h"
@@ -92,6 +91,25 @@ state_table_plan(void)
 	return plan;
 }
 
+/* The arguments of a bulk insertion, for weir_sink_try_insert */
+typedef struct BulkInsert
+{
+	Oid			table;
+	WeirPlan   *plan;
+	int		   *map;
+	Datum	  **values;
+	bool	  **nulls;
+	int			n;
+} BulkInsert;
+
+static void
+bulk_insert(void *arg)
+{
+	BulkInsert *b = (BulkInsert *) arg;
+
+	weir_sink_bulk_insert(b->table, b->plan, b->map, STATE_COLUMNS, b->values, b->nulls, b->n);
+}
+
 /*
  * The bulk path; false if it did not (or not entirely) write the rows.  A
  * unique violation on insertion (a row already there) rolls back its
@@ -106,9 +124,8 @@ bulk_write(Oid table, int32 id, WeirStateRows *s, bool persisted)
 	bool	   *nulls[STATE_COLUMNS];
 	int			n = s->keys.n;
 	WeirColumn *cols[STATE_COLUMNS - 1] = {&s->keys, &s->starts, &s->ends, &s->fired, &s->states};
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool done = false;
+	BulkInsert	b = {table, plan, map, values, nulls, n};
+	bool		done;
 
 	if (!weir_sink_bulk_eligible(table, plan, map))
 		return false;
@@ -123,31 +140,7 @@ bulk_write(Oid table, int32 id, WeirStateRows *s, bool persisted)
 	}
 	if (persisted)
 		return weir_sink_bulk_update(table, plan, map, STATE_COLUMNS, values, nulls, n);
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		weir_sink_bulk_insert(table, plan, map, STATE_COLUMNS, values, nulls, n);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		done = true;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			PG_RE_THROW();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_END_TRY();
+	done = weir_sink_try_insert(bulk_insert, &b);
 	CommandCounterIncrement();
 	return done;
 }
