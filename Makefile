@@ -24,7 +24,7 @@ OBJS = \
 	src/live.o \
 	src/sink.o \
 	src/sink_order.o \
-	src/state_rows.o \
+	src/window_chunks.o \
 	src/columns.o \
 	src/keyed.o \
 	src/dedup.o \

@@ -311,30 +311,14 @@ CREATE TABLE weir.pipeline_position (
 	PRIMARY KEY (pipeline_id, part)
 );
 
--- The open windows of the last checkpoint.  Each checkpoint upserts the
--- windows that changed and deletes those that closed, so this table is the
--- whole state at all times and its cost follows what changed.  No foreign
--- key: its check, a query per inserted row, took a third of a checkpoint's
--- state writing; weir.drop_pipeline deletes a pipeline's rows itself.  The
--- primary key has window_start before key: windows open in time order, so a
--- checkpoint's new rows go to the right edge of the index (as for sinks).
-CREATE TABLE weir.pipeline_state (
-	pipeline_id		integer NOT NULL,
-	key				bytea NOT NULL,
-	window_start	timestamptz NOT NULL,
-	window_end		timestamptz NOT NULL,
-	fired			boolean NOT NULL,
-	state			bytea NOT NULL,
-	PRIMARY KEY (pipeline_id, window_start, key)
-);
-
--- The state of keyed operators (dedup, last_value) of the last checkpoint, as chunks:
--- each checkpoint appends one chunk holding the entries that changed
--- since the one before (key image, state).  An entry's latest version is in
--- the newest chunk that holds it.  A chunk goes when the watermark has passed
--- expires_at (every entry in it has expired); when the chunks hold much more
--- than the live state, a checkpoint writes the whole state as new chunks
--- and deletes the older ones (compaction).
+-- The state of the last checkpoint, as chunks: each checkpoint appends one
+-- chunk holding the entries that changed since the one before (windows: key
+-- image, start, end, fired, states; keyed operators: key image, state).  An
+-- entry's latest version is in the newest chunk that holds it.  A chunk goes
+-- when the watermark has passed expires_at (every entry in it has expired,
+-- or closed); when the chunks hold much more than the live state, a
+-- checkpoint writes the whole state as new chunks and deletes the older
+-- ones (compaction).
 CREATE TABLE weir.pipeline_chunk (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
 	space			smallint NOT NULL,		-- a join's side (0: left), else 0
@@ -590,15 +574,24 @@ RETURNS SETOF record
 COMMENT ON FUNCTION weir.live_state(text) IS
 	'the open windows of a running pipeline, read from its shared memory (may be ahead of the last checkpoint)';
 
+CREATE FUNCTION weir.committed_state(
+	pipeline text,
+	OUT key text,
+	OUT window_start timestamptz,
+	OUT window_end timestamptz,
+	OUT fired boolean,
+	OUT aggregates jsonb)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_committed_state';
+COMMENT ON FUNCTION weir.committed_state(text) IS
+	'the open windows of a window pipeline as of its last checkpoint, read from its chunks';
+
 -- Owners of a pipeline (and their members) read its dead letters and its
 -- committed state; nobody else does (dead letters hold topic rows).
 ALTER TABLE weir.dead_letters ENABLE ROW LEVEL SECURITY;
-ALTER TABLE weir.pipeline_state ENABLE ROW LEVEL SECURITY;
 ALTER TABLE weir.pipeline_chunk ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON weir.pipeline_chunk FOR SELECT
 	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
 CREATE POLICY owner_reads ON weir.dead_letters FOR SELECT
 	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
-CREATE POLICY owner_reads ON weir.pipeline_state FOR SELECT
-	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
-GRANT SELECT ON weir.dead_letters, weir.pipeline_state, weir.pipeline_chunk TO PUBLIC;
+GRANT SELECT ON weir.dead_letters, weir.pipeline_chunk TO PUBLIC;

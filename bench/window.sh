@@ -198,7 +198,7 @@ declare -A RESTORED_STATES=()
 weir_run() {
 	local kind=$1 run=$2 name="w_$1_$2" created got want
 
-	q "VACUUM weir.pipeline_state" >/dev/null
+	q "VACUUM weir.pipeline_chunk" >/dev/null
 	q "CHECKPOINT" >/dev/null
 	created=$(q "SELECT bench_create('$name', $(windowing "$kind"))")
 	if [ "$created" != ok ]; then

@@ -496,8 +496,9 @@ SELECT weir.drop_pipeline('no_such');
 SELECT weir.checkpoint('no_such');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.start(NULL) IS NULL AS strict;
--- a stopped pipeline has no live state (weir.pipeline_state has its checkpoint)
+-- a stopped pipeline has no live state; its checkpoint's is committed_state
 SELECT * FROM weir.live_state('per_user');
+SELECT * FROM weir.committed_state('per_user');
 SELECT weir.live_state('no_such');
 \echo :LAST_ERROR_SQLSTATE
 

@@ -73,9 +73,7 @@ SELECT * FROM oracle_diff('tum', $$
 	SELECT * FROM tum_oracle
 	 WHERE window_end <= checkpoint_watermark('tum') $$);
 -- the open window is in the checkpointed state, not in the sink
-SELECT p.name, s.window_start, s.window_end, s.fired
-  FROM weir.pipeline_state s JOIN weir.pipeline p ON p.id = s.pipeline_id
- WHERE p.name = 'tum' ORDER BY 2;
+SELECT * FROM weir.committed_state('tum') ORDER BY key, window_start;
 -- and in the worker's memory, which weir.live_state() reads
 SELECT * FROM weir.live_state('tum') ORDER BY key, window_start;
 SELECT c.id, c.watermark, c.sink_rows, c.state_rows, c.state_deletes, c.records_in
@@ -119,9 +117,7 @@ SELECT * FROM oracle_diff('hop', $$
 SELECT * FROM hop_oracle
  WHERE window_end > checkpoint_watermark('hop')
  ORDER BY k, window_start;
-SELECT p.name, s.window_start, s.window_end, s.fired
-  FROM weir.pipeline_state s JOIN weir.pipeline p ON p.id = s.pipeline_id
- WHERE p.name = 'hop' ORDER BY 2;
+SELECT * FROM weir.committed_state('hop') ORDER BY key, window_start;
 
 ------------------------------------------------------------------------------
 -- A filter: rows it rejects (false or NULL) are read and counted, and their
@@ -473,9 +469,7 @@ SELECT part, pos, k, t, v FROM ses_late ORDER BY part, pos;
 SELECT * FROM oracle_diff('ses', $$
 	SELECT * FROM ses_oracle
 	 WHERE window_end <= checkpoint_watermark('ses') $$);
-SELECT p.name, s.window_start, s.window_end, s.fired
-  FROM weir.pipeline_state s JOIN weir.pipeline p ON p.id = s.pipeline_id
- WHERE p.name = 'ses' ORDER BY 2;
+SELECT * FROM weir.committed_state('ses') ORDER BY key, window_start;
 
 -- sessions with emit => 'updates': the rows of open sessions are in the sink,
 -- and when sessions merge only the merged session's row stays
@@ -503,6 +497,25 @@ SELECT * FROM oracle_diff('sesu', $$
 		SELECT k, t, sum(starts_session) OVER (PARTITION BY k ORDER BY t) AS session FROM marked)
 	SELECT k, min(t) AS window_start, max(t) + interval '1 minute' AS window_end, count(*) AS n
 	  FROM numbered GROUP BY k, session $$);
+-- the committed state holds only the merged session: the two it absorbed,
+-- which earlier checkpoints wrote, are written as gone, and a restart (a
+-- restore from the chunks) does not bring them back
+SELECT * FROM weir.committed_state('sesu') ORDER BY key, window_start;
+SELECT entries FROM weir.pipeline_chunk c JOIN weir.pipeline p ON p.id = c.pipeline_id
+ WHERE p.name = 'sesu' ORDER BY chunk;
+SELECT weir.stop('sesu');
+DO $$
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'sesu' AND worker_pid IS NULL);
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+SELECT weir.start('sesu');
+SELECT weir.checkpoint('sesu') > 0 AS checkpointed;
+SELECT key, window_start, window_end, aggregates FROM weir.live_state('sesu') ORDER BY key, window_start;
+SELECT windows FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
+ WHERE p.name = 'sesu' ORDER BY restored_at DESC LIMIT 1;
 
 ------------------------------------------------------------------------------
 -- Clean up: dropping a pipeline drops its catalog rows, and its worker exits
@@ -519,7 +532,7 @@ END $$;
 SELECT count(*) AS workers FROM pg_stat_activity WHERE backend_type = 'weir worker';
 SELECT (SELECT count(*) FROM weir.pipeline) AS pipelines,
        (SELECT count(*) FROM weir.pipeline_position) AS positions,
-       (SELECT count(*) FROM weir.pipeline_state) AS states,
+       (SELECT count(*) FROM weir.pipeline_chunk) AS chunks,
        (SELECT count(*) FROM weir.checkpoints) AS checkpoints,
        (SELECT count(*) FROM weir.restores) AS restores,
        (SELECT count(*) FROM weir.dead_letters) AS dead_letters;

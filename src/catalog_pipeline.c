@@ -2,8 +2,7 @@
  *
  * catalog_pipeline.c
  *	  SQL on the pipeline catalog (weir.pipeline, weir.pipeline_position,
- *	  weir.pipeline_state, weir.checkpoints, weir.restores,
- *	  weir.dead_letters) and on sinks.
+ *	  weir.checkpoints, weir.restores, weir.dead_letters) and on sinks.
  *
  * As in catalog.c, catalog statements run as the owner of the weir schema
  * with a pinned search_path.  Checkpoint statements take whole arrays and
@@ -280,9 +279,6 @@ weir_catalog_pipeline_delete(int32 id)
 	Datum		value = Int32GetDatum(id);
 
 	weir_catalog_privileged_begin(&p);
-	/* no foreign key to cascade (see weir.pipeline_state) */
-	weir_catalog_exec("DELETE FROM weir.pipeline_state WHERE pipeline_id = $1", 1,
-					  &type, &value, NULL, SPI_OK_DELETE);
 	weir_catalog_exec("DELETE FROM weir.pipeline WHERE id = $1", 1, &type, &value,
 					  NULL, SPI_OK_DELETE);
 	weir_catalog_privileged_end(&p);
@@ -406,55 +402,6 @@ weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
 			max_event_time[part] = DatumGetTimestampTz(d);
 	}
 	weir_catalog_privileged_end(&p);
-}
-
-/*
- * Feed every state row of a pipeline to `cb`, through a cursor in batches.
- * Returns the number of rows; *bytes their size.
- */
-int64
-weir_catalog_load_state(int32 id, WeirStateRowCallback cb, void *arg, int64 *bytes)
-{
-	WeirCatalogPrivilege p;
-	Oid			type = INT4OID;
-	Datum		value = Int32GetDatum(id);
-	SPIPlanPtr	plan;
-	Portal		portal;
-	int64		rows = 0;
-
-	*bytes = 0;
-	weir_catalog_privileged_begin(&p);
-	plan = SPI_prepare("SELECT key, window_start, window_end, fired, state "
-					   "FROM weir.pipeline_state WHERE pipeline_id = $1", 1, &type);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, &value, NULL, true);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			bytea	   *key = DatumGetByteaPP(SPI_getbinval(tup, desc, 1, &isnull));
-			bytea	   *state = DatumGetByteaPP(SPI_getbinval(tup, desc, 5, &isnull));
-
-			cb(arg, key,
-			   DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull)),
-			   DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull)),
-			   DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)),
-			   state);
-			*bytes += VARSIZE_ANY(key) + VARSIZE_ANY(state);
-			rows++;
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	weir_catalog_privileged_end(&p);
-	return rows;
 }
 
 /* The id and watermark of a pipeline's last checkpoint; 0 if none. */
@@ -598,41 +545,6 @@ weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays)
 
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "sink write failed: %s", SPI_result_code_string(rc));
-}
-
-void
-weir_catalog_write_state(int32 id, Datum keys, Datum starts, Datum ends,
-						 Datum fired, Datum states)
-{
-	WeirCatalogPrivilege p;
-	Oid			types[6] = {INT4OID, BYTEAARRAYOID, TIMESTAMPTZARRAYOID,
-	TIMESTAMPTZARRAYOID, BOOLARRAYOID, BYTEAARRAYOID};
-	Datum		values[6] = {Int32GetDatum(id), keys, starts, ends, fired, states};
-
-	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("INSERT INTO weir.pipeline_state "
-					  "SELECT $1, * FROM unnest($2, $3, $4, $5, $6) "
-					  "ON CONFLICT (pipeline_id, key, window_start) DO UPDATE "
-					  "SET window_end = EXCLUDED.window_end, fired = EXCLUDED.fired, "
-					  "state = EXCLUDED.state",
-					  6, types, values, NULL, SPI_OK_INSERT);
-	weir_catalog_privileged_end(&p);
-}
-
-void
-weir_catalog_delete_state(int32 id, Datum keys, Datum starts)
-{
-	WeirCatalogPrivilege p;
-	Oid			types[3] = {INT4OID, BYTEAARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		values[3] = {Int32GetDatum(id), keys, starts};
-
-	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("DELETE FROM weir.pipeline_state s "
-					  "USING unnest($2, $3) AS d(key, window_start) "
-					  "WHERE s.pipeline_id = $1 AND s.key = d.key "
-					  "AND s.window_start = d.window_start",
-					  3, types, values, NULL, SPI_OK_DELETE);
-	weir_catalog_privileged_end(&p);
 }
 
 void

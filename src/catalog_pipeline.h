@@ -56,10 +56,6 @@ typedef struct WeirPipelineRow
 	char	   *join_kind;		/* "inner" or "left" */
 } WeirPipelineRow;
 
-/* one window's state row, as stored in weir.pipeline_state */
-typedef void (*WeirStateRowCallback) (void *arg, bytea *key, TimestampTz start,
-									  TimestampTz end, bool fired, bytea *state);
-
 extern int32 weir_catalog_pipeline_insert(WeirPipelineRow *row);
 extern bool weir_catalog_pipeline_by_name(const char *name, WeirPipelineRow *row);
 extern bool weir_catalog_pipeline_by_id(int32 id, WeirPipelineRow *row);
@@ -76,17 +72,12 @@ extern void weir_catalog_run_ddl(const char *sql);
 
 extern void weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
 										TimestampTz *max_event_time);
-extern int64 weir_catalog_load_state(int32 id, WeirStateRowCallback cb, void *arg,
-									 int64 *bytes);
 extern int64 weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark);
 
 extern SPIPlanPtr weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert);
 extern void weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays);
 extern SPIPlanPtr weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink);
 extern void weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays);
-extern void weir_catalog_write_state(int32 id, Datum keys, Datum starts, Datum ends,
-									 Datum fired, Datum states);
-extern void weir_catalog_delete_state(int32 id, Datum keys, Datum starts);
 extern void weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
 										 Datum max_event_times);
 extern void weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id,

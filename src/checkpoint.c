@@ -6,9 +6,10 @@
  * A checkpoint runs inside the worker's round transaction, so everything it
  * writes commits together with nothing else: the sink rows of the windows
  * fired or updated since the previous checkpoint, the windows whose state
- * changed (upserted into weir.pipeline_state) and those that closed
- * (deleted from it), the positions and per-partition maximum event times,
- * the dead letters, and a weir.checkpoints row with the phase timings.
+ * changed (one chunk of weir.pipeline_chunk, window_chunks.c; keyed
+ * operators: keyed.c), the positions and per-partition maximum event
+ * times, the dead letters, and a weir.checkpoints row with the phase
+ * timings.
  * After a crash, restoring that state and resuming after those positions
  * gives the sink and the state a run without the crash would have given.
  *
@@ -17,8 +18,8 @@
  * changed into arrays (processing is stopped meanwhile); async = writing
  * them, up to the commit (the commit itself cannot be timed in the row it
  * commits).  Only the windows that changed are written, so a checkpoint's cost
- * follows what changed; the table always holds exactly the open windows,
- * so it is its own compacted full snapshot.
+ * follows what changed; from time to time a checkpoint writes them all and
+ * the older chunks go (compaction).
  *
  * Copyright (c) 2026, weir developers
  *
@@ -49,7 +50,7 @@
 #include "join.h"
 #include "lastvalue.h"
 #include "sink.h"
-#include "state_rows.h"
+#include "window_chunks.h"
 #include "worker.h"
 
 /* Key image (worker.c append_key) back to one Datum per key column. */
@@ -260,9 +261,7 @@ typedef struct WindowChanges
 {
 	SinkRows	sink;			/* rows already in the sink: upserted */
 	SinkRows	fresh;			/* first emission of a window: inserted */
-	WeirStateRows new_states;	/* state rows of windows without one yet */
-	WeirStateRows old_states;	/* state rows an earlier checkpoint wrote */
-	WeirColumn	dkeys, dstarts; /* state rows to delete */
+	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
 	WeirColumn *rkeys;			/* sink rows to retract: key columns */
 	WeirColumn	rstarts;
 } WindowChanges;
@@ -276,9 +275,24 @@ typedef struct CheckpointCounts
 	int64		state_deletes;
 } CheckpointCounts;
 
+/* A window's current version into the checkpoint's chunks. */
+static void
+add_window_image(WeirWorker *w, WeirWindowChunkBuilder *cb, WeirWindow *win)
+{
+	WeirStoreRoot *root = w->store->root;
+	bytea	   *image = weir_agg_states_image(w->plan, weir_window_states(root, win));
+
+	weir_window_chunks_add(cb, win->data, win->keylen, win->start,
+						   weir_window_end(root, w->plan, win),
+						   (win->flags & WEIR_WINDOW_FIRED) != 0,
+						   VARDATA(image), VARSIZE(image) - VARHDRSZ);
+	pfree(image);
+	win->flags |= WEIR_WINDOW_PERSISTED;
+}
+
 /*
- * Sync phase for windows: the changed windows' sink and state rows, and
- * what the retired ones still owe.  Flags of the windows collected are
+ * Sync phase for windows: the changed windows' sink rows and chunk images,
+ * and what the retired ones still owe.  Flags of the windows collected are
  * cleared here: if the commit fails, the worker exits and restores from
  * the previous checkpoint, so they are never trusted after a failure.
  */
@@ -290,17 +304,28 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 	WeirWindowIter iter;
 	WeirWindow *win;
 	ListCell   *lc;
+	int64		live_bytes = 0;
 
 	sink_rows_init(&c->sink, plan);
 	sink_rows_init(&c->fresh, plan);
-	weir_state_rows_init(&c->new_states);
-	weir_state_rows_init(&c->old_states);
-	weir_column_init(&c->dkeys, BYTEAOID);
-	weir_column_init(&c->dstarts, TIMESTAMPTZOID);
+	weir_window_chunks_begin(&c->chunks, w->lateness, false);
 	c->rkeys = palloc(sizeof(WeirColumn) * plan->nkeys);
 	for (int i = 0; i < plan->nkeys; i++)
 		weir_column_init(&c->rkeys[i], plan->keys[i].type);
 	weir_column_init(&c->rstarts, TIMESTAMPTZOID);
+	/*
+	 * A session merged into another has not closed: a restore would bring
+	 * its earlier versions back, so it is written as gone (closed windows a
+	 * restore skips).  Before the windows' versions, which a restore reads
+	 * after it, so that nothing written now is hidden.
+	 */
+	foreach(lc, w->store->retired)
+	{
+		WeirRetired *r = lfirst(lc);
+
+		if (r->merged && r->persisted)
+			weir_window_chunks_add_gone(&c->chunks, r->key, r->keylen, r->start, r->end);
+	}
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	weir_window_iter_init(&iter, w->store);
 	while ((win = weir_window_iter_next(&iter)) != NULL)
@@ -315,17 +340,25 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
 			win->flags |= WEIR_WINDOW_EMITTED;
 		}
+		/* what its image would take (generic states: their fixed part) */
+		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + win->keylen + plan->state_size;
 		if (win->flags & WEIR_WINDOW_DIRTY)
 		{
-			bytea	   *image = weir_agg_states_image(plan, states);
-
-			weir_state_rows_add((win->flags & WEIR_WINDOW_PERSISTED) ? &c->old_states : &c->new_states,
-								weir_make_bytea(win->data, win->keylen), win->start, end,
-								(win->flags & WEIR_WINDOW_FIRED) != 0, image);
-			n->bytes += win->keylen + VARSIZE_ANY_EXHDR(image);
+			add_window_image(w, &c->chunks, win);
 			win->flags &= ~WEIR_WINDOW_DIRTY;
-			win->flags |= WEIR_WINDOW_PERSISTED;
 		}
+	}
+	/*
+	 * The chunks hold far more than the open windows: write them all anew
+	 * (older chunks all go, so nothing needs to be written as gone).
+	 */
+	if (weir_window_chunks_compact_due(&w->window_chunks, &c->chunks, live_bytes))
+	{
+		weir_window_chunks_finish(&c->chunks);
+		weir_window_chunks_begin(&c->chunks, w->lateness, true);
+		weir_window_iter_init(&iter, w->store);
+		while ((win = weir_window_iter_next(&iter)) != NULL)
+			add_window_image(w, &c->chunks, win);
 	}
 	LWLockRelease(&w->slot->lock);
 	foreach(lc, w->store->retired)
@@ -342,20 +375,16 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 				weir_column_add(&c->rkeys[i], c->sink.keyvals[i], false);
 			weir_column_add(&c->rstarts, TimestampTzGetDatum(r->start), false);
 		}
-		if (r->delete_state)
-		{
-			weir_column_add(&c->dkeys, PointerGetDatum(weir_make_bytea(r->key, r->keylen)), false);
-			weir_column_add(&c->dstarts, TimestampTzGetDatum(r->start), false);
-		}
 	}
+	weir_window_chunks_finish(&c->chunks);
 	n->sink_rows = c->sink.cols[0].n + c->fresh.cols[0].n;
-	n->state_rows = c->new_states.keys.n + c->old_states.keys.n;
-	n->state_deletes = c->dkeys.n;
+	n->state_rows = c->chunks.total_entries;
+	n->bytes = c->chunks.bytes;
 }
 
 /* Async phase for windows; the sink as the pipeline's owner (current user). */
 static void
-window_write(WeirWorker *w, WindowChanges *c)
+window_write(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 {
 	WeirPlan   *plan = w->plan;
 
@@ -370,9 +399,8 @@ window_write(WeirWorker *w, WindowChanges *c)
 	}
 	write_sink_rows(w, &c->fresh, false);
 	write_sink_rows(w, &c->sink, true);
-	weir_state_rows_write(w->row.id, &c->new_states, false);
-	weir_state_rows_write(w->row.id, &c->old_states, true);
-	weir_state_rows_delete(w->row.id, &c->dkeys, &c->dstarts);
+	n->state_deletes = weir_window_chunks_write(&w->window_chunks, &c->chunks, w->row.id,
+												w->watermark);
 }
 
 /* What a checkpoint of last values writes */
@@ -632,7 +660,7 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 		}
 	}
 	else
-		window_write(w, &changes);
+		window_write(w, &changes, &n);
 	write_progress(w, &parts, &positions, &maxtimes);
 	w->checkpoint_id++;
 	written = weir_clock_now();
@@ -648,15 +676,14 @@ weir_checkpoint_write(WeirWorker *w, TimestampTz due)
 }
 
 static void
-restore_window(void *arg, bytea *key, TimestampTz start, TimestampTz end,
-			   bool fired, bytea *state)
+restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
+			   TimestampTz end, bool fired, const char *state, uint32 statelen)
 {
 	WeirWorker *w = (WeirWorker *) arg;
 	WeirWindow *win;
 	bool		created;
 
-	win = weir_window_lookup(w->store, start, end, VARDATA_ANY(key),
-							 VARSIZE_ANY_EXHDR(key), &created);
+	win = weir_window_lookup(w->store, start, end, key, keylen, &created);
 	if (win == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -664,10 +691,10 @@ restore_window(void *arg, bytea *key, TimestampTz start, TimestampTz end,
 				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 	if (!created ||
 		!weir_agg_states_restore(w->plan, weir_window_states(w->store->root, win),
-								 VARDATA_ANY(state), VARSIZE_ANY_EXHDR(state)))
+								 state, statelen))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("corrupted checkpoint of pipeline \"%s\": bad state row",
+				 errmsg("corrupted checkpoint of pipeline \"%s\": bad window state",
 						w->row.name),
 				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
 	/*
@@ -716,7 +743,8 @@ weir_checkpoint_restore(WeirWorker *w)
 		bytes += right_bytes;
 	}
 	else
-		windows = weir_catalog_load_state(w->row.id, restore_window, w, &bytes);
+		windows = weir_window_chunks_restore(&w->window_chunks, w->row.id, watermark,
+											 w->lateness, restore_window, w, &bytes);
 	LWLockRelease(&w->slot->lock);
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, windows);

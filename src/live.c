@@ -2,7 +2,8 @@
  *
  * live.c
  *	  weir.live_state(): the open windows of a running pipeline, read from
- *	  its worker's DSA area by another backend.
+ *	  its worker's DSA area by another backend; weir.committed_state(): those
+ *	  of its last checkpoint, read from its chunks.
  *
  * The reader attaches to the area whose handle the pipeline slot
  * publishes, holds the slot's lock shared (the worker holds it exclusively
@@ -10,7 +11,7 @@
  * windows out, releases the lock, detaches, and only then decodes keys and
  * computes aggregate values with the pipeline's plan.  What it returns is
  * consistent as of a batch boundary; it may be ahead of the last
- * checkpoint (weir.pipeline_state holds the committed state).
+ * checkpoint (weir.committed_state shows that one's).
  *
  * Copyright (c) 2026, weir developers
  *
@@ -37,6 +38,7 @@
 #include "definition.h"
 #include "shmem.h"
 #include "window.h"
+#include "window_chunks.h"
 #include "worker.h"
 
 typedef struct Copied
@@ -52,86 +54,40 @@ typedef struct Copied
  * weir.live_state(pipeline text) RETURNS TABLE (key text, window_start
  *		timestamptz, window_end timestamptz, fired boolean, aggregates jsonb)
  */
-PG_FUNCTION_INFO_V1(weir_live_state);
-Datum
-weir_live_state(PG_FUNCTION_ARGS)
+/*
+ * The pipeline `name`, which the current user must own (or be a member of
+ * its owner), and its plan, made as the worker makes it: with the
+ * pipeline's own search_path.
+ */
+static WeirPlan *
+owned_pipeline_plan(const char *name, WeirPipelineRow *row)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	WeirPipelineRow row;
-	WeirPipelineSlot *slot;
 	WeirPlan   *plan;
-	dsa_area   *area;
-	WeirStoreRoot *root;
-	Copied	   *copies = NULL;
-	uint32		ncopies = 0;
-	Datum	   *keyvals;
 	int			nestlevel;
 
-	if (!weir_catalog_pipeline_by_name(name, &row))
+	if (!weir_catalog_pipeline_by_name(name, row))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("pipeline \"%s\" does not exist", name),
 				 errhint("See weir.pipelines for the pipelines of this database.")));
-	if (!has_privs_of_role(GetUserId(), row.owner))
+	if (!has_privs_of_role(GetUserId(), row->owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of pipeline \"%s\" to read its state", name)));
-	/* plan as the worker does: with the pipeline's own search_path */
 	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", row.search_path, PGC_USERSET,
+	(void) set_config_option("search_path", row->search_path, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	plan = weir_pipeline_plan(&row);
+	plan = weir_pipeline_plan(row);
 	AtEOXact_GUC(true, nestlevel);
-	InitMaterializedSRF(fcinfo, 0);
+	return plan;
+}
 
-	slot = weir_shmem_pipeline(row.id, false);
-	if (slot == NULL)
-		return (Datum) 0;
-	LWLockAcquire(&slot->lock, LW_SHARED);
-	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root))
-	{
-		LWLockRelease(&slot->lock);
-		return (Datum) 0;		/* not running: weir.pipeline_state has it */
-	}
-	area = dsa_attach(slot->area);
-	root = dsa_get_address(area, slot->root);
-	if (root->state_size == plan->state_size)
-	{
-		dsa_pointer *slots = dsa_get_address(area, root->slots);
+/* The copied windows as rows: keys as text, aggregate values as JSON text. */
+static void
+put_windows(ReturnSetInfo *rsinfo, WeirPlan *plan, Copied *copies, uint32 ncopies)
+{
+	Datum	   *keyvals = palloc(sizeof(Datum) * Max(plan->nkeys, 1));
 
-		copies = palloc(sizeof(Copied) * Max(root->used, 1));
-		for (uint32 i = 0; i < root->capacity && ncopies < root->used; i++)
-		{
-			WeirWindow *w;
-			Copied	   *c;
-
-			if (slots[i] == InvalidDsaPointer || slots[i] == (dsa_pointer) 1)
-				continue;
-			w = dsa_get_address(area, slots[i] & WEIR_SLOT_PTR_MASK);
-			c = &copies[ncopies++];
-			if (plan->op != WEIR_OP_WINDOW)
-			{
-				/* a key: its time (dedup: last seen), and when it expires */
-				memcpy(&c->start, weir_window_states(root, w), sizeof(TimestampTz));
-				c->end = plan->retention > 0 ? c->start + plan->retention : DT_NOEND;
-			}
-			else
-			{
-				c->start = w->start;
-				c->end = weir_window_end(root, plan, w);
-			}
-			c->flags = w->flags;
-			c->key = palloc(w->keylen);
-			memcpy(c->key, w->data, w->keylen);
-			c->states = palloc(plan->state_size);
-			memcpy(c->states, weir_window_states(root, w), plan->state_size);
-		}
-	}
-	LWLockRelease(&slot->lock);
-	dsa_detach(area);
-
-	keyvals = palloc(sizeof(Datum) * plan->nkeys);
 	for (uint32 i = 0; i < ncopies; i++)
 	{
 		Copied	   *c = &copies[i];
@@ -194,5 +150,137 @@ weir_live_state(PG_FUNCTION_ARGS)
 		values[4] = JsonbPGetDatum(JsonbValueToJsonb(result));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+}
+
+PG_FUNCTION_INFO_V1(weir_live_state);
+Datum
+weir_live_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	WeirPipelineRow row;
+	WeirPipelineSlot *slot;
+	WeirPlan   *plan;
+	dsa_area   *area;
+	WeirStoreRoot *root;
+	Copied	   *copies = NULL;
+	uint32		ncopies = 0;
+
+	plan = owned_pipeline_plan(name, &row);
+	InitMaterializedSRF(fcinfo, 0);
+
+	slot = weir_shmem_pipeline(row.id, false);
+	if (slot == NULL)
+		return (Datum) 0;
+	LWLockAcquire(&slot->lock, LW_SHARED);
+	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root))
+	{
+		LWLockRelease(&slot->lock);
+		return (Datum) 0;		/* not running: see weir.committed_state */
+	}
+	area = dsa_attach(slot->area);
+	root = dsa_get_address(area, slot->root);
+	if (root->state_size == plan->state_size)
+	{
+		dsa_pointer *slots = dsa_get_address(area, root->slots);
+
+		copies = palloc(sizeof(Copied) * Max(root->used, 1));
+		for (uint32 i = 0; i < root->capacity && ncopies < root->used; i++)
+		{
+			WeirWindow *w;
+			Copied	   *c;
+
+			if (slots[i] == InvalidDsaPointer || slots[i] == (dsa_pointer) 1)
+				continue;
+			w = dsa_get_address(area, slots[i] & WEIR_SLOT_PTR_MASK);
+			c = &copies[ncopies++];
+			if (plan->op != WEIR_OP_WINDOW)
+			{
+				/* a key: its time (dedup: last seen), and when it expires */
+				memcpy(&c->start, weir_window_states(root, w), sizeof(TimestampTz));
+				c->end = plan->retention > 0 ? c->start + plan->retention : DT_NOEND;
+			}
+			else
+			{
+				c->start = w->start;
+				c->end = weir_window_end(root, plan, w);
+			}
+			c->flags = w->flags;
+			c->key = palloc(w->keylen);
+			memcpy(c->key, w->data, w->keylen);
+			c->states = palloc(plan->state_size);
+			memcpy(c->states, weir_window_states(root, w), plan->state_size);
+		}
+	}
+	LWLockRelease(&slot->lock);
+	dsa_detach(area);
+
+	put_windows(rsinfo, plan, copies, ncopies);
+	return (Datum) 0;
+}
+
+/* weir.committed_state: a restore of the last checkpoint, into copies */
+typedef struct CommittedCopies
+{
+	WeirPlan   *plan;
+	Copied	   *copies;
+	uint32		n;
+	uint32		cap;
+} CommittedCopies;
+
+static void
+copy_committed(void *arg, const char *key, uint32 keylen, TimestampTz start,
+			   TimestampTz end, bool fired, const char *state, uint32 statelen)
+{
+	CommittedCopies *cc = arg;
+	Copied	   *c;
+
+	if (statelen < cc->plan->state_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupted checkpoint: bad window state")));
+	if (cc->n == cc->cap)
+	{
+		cc->cap *= 2;
+		cc->copies = repalloc_huge(cc->copies, sizeof(Copied) * cc->cap);
+	}
+	c = &cc->copies[cc->n++];
+	c->start = start;
+	c->end = end;
+	c->flags = fired ? WEIR_WINDOW_FIRED : 0;
+	c->key = palloc(Max(keylen, 1));
+	memcpy(c->key, key, keylen);
+	/* the fixed part; generic states (after it) are shown as null */
+	c->states = palloc(cc->plan->state_size);
+	memcpy(c->states, state, cc->plan->state_size);
+}
+
+PG_FUNCTION_INFO_V1(weir_committed_state);
+Datum
+weir_committed_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	WeirPipelineRow row;
+	CommittedCopies cc;
+	WeirWindowChunks wc;
+	TimestampTz watermark;
+	int64		bytes;
+
+	cc.plan = owned_pipeline_plan(name, &row);
+	if (cc.plan->op != WEIR_OP_WINDOW)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("pipeline \"%s\" is not a window pipeline", name),
+				 errhint("The committed state of dedup, last value and join pipelines is in weir.pipeline_chunk.")));
+	InitMaterializedSRF(fcinfo, 0);
+	cc.cap = 64;
+	cc.n = 0;
+	cc.copies = palloc(sizeof(Copied) * cc.cap);
+	(void) weir_catalog_last_checkpoint(row.id, &watermark);
+	(void) weir_window_chunks_restore(&wc, row.id, watermark,
+									  weir_interval_usecs(&row.allowed_lateness, "allowed_lateness"),
+									  copy_committed, &cc, &bytes);
+	put_windows(rsinfo, cc.plan, cc.copies, cc.n);
 	return (Datum) 0;
 }

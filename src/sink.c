@@ -258,13 +258,19 @@ weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map, int ncols,
 }
 
 /*
- * Update (or delete) rows already in the sink, each found through the
- * sink's unique index on the key columns, in key order.  See
- * weir_sink_bulk_update and weir_sink_bulk_delete.
+ * Rewrite rows already in the sink, given column by column like
+ * weir_sink_bulk_insert: each row's tuple is found through the sink's
+ * unique index on the key columns and updated in place (HOT when only
+ * non-indexed columns change, so without index entries), as the current
+ * user.  This is what INSERT ... ON CONFLICT DO UPDATE does for a row that
+ * conflicts, without the executor per row.  Returns false, having updated
+ * some rows or none, when there is no such index, UPDATE is not granted, or
+ * a row's key is not in the sink: the caller then upserts through SQL
+ * (which writes the same values again).  The sink must be bulk-eligible.
  */
-static bool
-bulk_modify(Oid sink, WeirPlan *plan, const int *map, int ncols,
-			Datum **values, bool **nulls, int nrows, bool delete)
+bool
+weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
+					  Datum **values, bool **nulls, int nrows)
 {
 	Relation	rel = table_open(sink, RowExclusiveLock);
 	int		   *keycol = palloc(sizeof(int) * Max(plan->nsinkkey, 1));
@@ -283,8 +289,7 @@ bulk_modify(Oid sink, WeirPlan *plan, const int *map, int ncols,
 	bool		all_found = true;
 
 	if (!OidIsValid(indexoid) ||
-		pg_class_aclcheck(sink, GetUserId(),
-						  (delete ? ACL_DELETE : ACL_UPDATE) | ACL_SELECT) != ACLCHECK_OK)
+		pg_class_aclcheck(sink, GetUserId(), ACL_UPDATE | ACL_SELECT) != ACLCHECK_OK)
 	{
 		table_close(rel, RowExclusiveLock);
 		return false;
@@ -332,16 +337,6 @@ bulk_modify(Oid sink, WeirPlan *plan, const int *map, int ncols,
 			all_found = false;	/* not there (someone deleted it?): SQL decides */
 			break;
 		}
-		if (delete)
-		{
-			result = table_tuple_delete(rel, &oldslot->tts_tid, cid, snapshot,
-										InvalidSnapshot, true, &tmfd, false);
-			if (result != TM_Ok)
-				elog(ERROR, "weir could not delete a row of sink \"%s\" (result %d)",
-					 RelationGetRelationName(rel), (int) result);
-			CHECK_FOR_INTERRUPTS();
-			continue;
-		}
 		ExecClearTuple(newslot);
 		memset(newslot->tts_isnull, true, sizeof(bool) * desc->natts);
 		for (int c = 0; c < ncols; c++)
@@ -378,38 +373,6 @@ bulk_modify(Oid sink, WeirPlan *plan, const int *map, int ncols,
 	pfree(order);
 	CommandCounterIncrement();
 	return all_found;
-}
-
-/*
- * Rewrite rows already in the sink, given column by column like
- * weir_sink_bulk_insert: each row's tuple is found through the sink's
- * unique index on the key columns and updated in place (HOT when only
- * non-indexed columns change, so without index entries), as the current
- * user.  This is what INSERT ... ON CONFLICT DO UPDATE does for a row that
- * conflicts, without the executor per row.  Returns false, having updated
- * some rows or none, when there is no such index, UPDATE is not granted, or
- * a row's key is not in the sink: the caller then upserts through SQL
- * (which writes the same values again).  The sink must be bulk-eligible.
- */
-bool
-weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
-					  Datum **values, bool **nulls, int nrows)
-{
-	return bulk_modify(sink, plan, map, ncols, values, nulls, nrows, false);
-}
-
-/*
- * Delete rows by key: values[c] for the key columns c < plan->nsinkkey, in
- * the layout of weir_sink_bulk_insert (other columns are not read).  As
- * weir_sink_bulk_update, it returns false (some rows deleted, or none) when
- * there is no such index, DELETE is not granted, or a key is not there: the
- * caller then deletes through SQL, which finds what is left.
- */
-bool
-weir_sink_bulk_delete(Oid sink, WeirPlan *plan, const int *map,
-					  Datum **values, int nrows)
-{
-	return bulk_modify(sink, plan, map, plan->nsinkkey, values, NULL, nrows, true);
 }
 
 /*

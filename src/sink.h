@@ -23,8 +23,6 @@ extern bool weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map,
 								  int ncols, Datum **values, bool **nulls,
 								  int nrows);
 
-extern bool weir_sink_bulk_delete(Oid sink, WeirPlan *plan, const int *map,
-								  Datum **values, int nrows);
 extern bool weir_sink_try_insert(void (*insert) (void *arg), void *arg);
 extern int *weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows,
 								const int *keycol, int nkeys);

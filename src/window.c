@@ -27,8 +27,9 @@
  * A window fires (its row is due in the sink) when the watermark reaches
  * its end, and leaves memory when the watermark passes end + allowed
  * lateness; until then a late record updates it and its row is written
- * again.  What leaves memory waits on the "retired" list until the next
- * checkpoint has written its last sink row and deleted its state row.
+ * again.  What leaves memory owing the sink something (its last row, or a
+ * merged session's retraction) waits on the "retired" list until the next
+ * checkpoint has done it.
  *
  * Allocation beyond the store's limit (max_state_memory) or a failed DSA
  * allocation sets out_of_memory instead of raising an error; the worker
@@ -505,7 +506,12 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 	bool		persisted = (w->flags & WEIR_WINDOW_PERSISTED) != 0;
 	bool		sink_dirty = !merged && (w->flags & WEIR_WINDOW_SINK_DIRTY) != 0;
 
-	if (persisted || sink_dirty || (merged && fired))
+	/*
+	 * A closed window owes nothing but its last sink row: a restore skips
+	 * closed windows.  A merged one, not closed, must hide its versions in
+	 * earlier chunks (window_chunks.c).
+	 */
+	if (sink_dirty || (merged && (fired || persisted)))
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(store->retired_cxt);
 		WeirRetired *r = palloc0(sizeof(WeirRetired));
@@ -515,7 +521,8 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 		r->keylen = w->keylen;
 		r->start = w->start;
 		r->end = weir_window_end(root, store->plan, w);
-		r->delete_state = persisted;
+		r->persisted = persisted;
+		r->merged = merged;
 		r->write_sink = sink_dirty;
 		r->retract_sink = merged && fired;
 		r->emitted = (w->flags & WEIR_WINDOW_EMITTED) != 0;

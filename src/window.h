@@ -23,7 +23,7 @@
 #define WEIR_WINDOW_FIRED		0x01	/* its row is due in (or went to) the sink */
 #define WEIR_WINDOW_DIRTY		0x02	/* state changed since the last checkpoint */
 #define WEIR_WINDOW_SINK_DIRTY	0x04	/* its sink row must be (re)written */
-#define WEIR_WINDOW_PERSISTED	0x08	/* a state row exists in weir.pipeline_state */
+#define WEIR_WINDOW_PERSISTED	0x08	/* a checkpoint chunk holds a version of it */
 #define WEIR_WINDOW_EMITTED		0x10	/* a checkpoint wrote its row to the sink */
 #define WEIR_WINDOW_HELD		0x20	/* keyed: expired while changed, out of
 										 * the index, waiting to go (keyed.c) */
@@ -80,7 +80,8 @@ typedef struct WeirRetired
 	TimestampTz start;
 	TimestampTz end;
 	bool		write_sink;		/* its final row is not in the sink yet */
-	bool		delete_state;	/* its state row must go */
+	bool		persisted;		/* a checkpoint's chunk holds a version of it */
+	bool		merged;			/* a session merged into another (not closed) */
 	bool		retract_sink;	/* its sink row must go (a session that merged) */
 	bool		emitted;		/* a checkpoint already wrote its sink row */
 	Datum	   *finals;			/* aggregate results, when write_sink */

@@ -24,6 +24,7 @@
 #include "definition.h"
 #include "shmem.h"
 #include "window.h"
+#include "window_chunks.h"
 
 /* A record that could not be processed, written at the next checkpoint */
 typedef struct WeirDeadLetter
@@ -145,6 +146,7 @@ typedef struct WeirWorker
 	SPIPlanPtr	sink_insert_plan;	/* first emission of a window */
 	int		   *sink_map;		/* sink attribute of each of our columns (sink.c) */
 	SPIPlanPtr	sink_delete_plan;
+	WeirWindowChunks window_chunks; /* windows: their checkpoint chunks */
 } WeirWorker;
 
 extern PGDLLEXPORT void weir_worker_main(Datum main_arg);
