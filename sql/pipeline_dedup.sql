@@ -110,6 +110,9 @@ SELECT weir.checkpoint('uniq') > 0 AS checkpointed;
 INSERT INTO dd_orders (order_id, shop, amount, ts) VALUES (2, 'late', 7, '2026-01-01 00:00:30+00');
 SELECT weir.checkpoint('uniq') > 0 AS checkpointed;
 SELECT count(*) AS ids_left FROM weir.live_state('uniq');
+-- committed_state decodes window chunks only
+SELECT * FROM weir.committed_state('uniq');
+\echo :LAST_ERROR_SQLSTATE
 -- the expired chunks went, and their entries count as state_deletes: what
 -- the checkpoints wrote is what the chunks hold plus what they deleted
 SELECT deleted > 0 AS some_deleted, deleted = written - kept AS deletes_add_up

@@ -307,6 +307,12 @@ SELECT d.source, d.partition, d.position, d.error, d.record
  WHERE p.name = 'dl' ORDER BY d.partition, d.position;
 SET ROLE weir_nobody;
 SELECT count(*) AS dead_letters_seen FROM weir.dead_letters;
+-- nor its state, live or committed
+SELECT * FROM weir.committed_state('dl');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SET ROLE weir_runner;
+SELECT key, window_start, window_end, fired FROM weir.committed_state('dl') ORDER BY key, window_start;
 RESET ROLE;
 SELECT checkpoint_watermark('dl') AS watermark, records_in, records_late, records_dead
   FROM weir.pipelines WHERE name = 'dl';
