@@ -124,12 +124,23 @@ weir_window_end(WeirStoreRoot *root, WeirPlan *plan, WeirWindow *w)
 	return root->session ? *session_end(w) : w->start + plan->windowing.size;
 }
 
+/* The hash of a key image, which the windows of a record share. */
+uint32
+weir_window_key_hash(const char *key, uint32 keylen)
+{
+	return hash_bytes((const unsigned char *) key, keylen);
+}
+
+static inline uint32
+window_hash_of(TimestampTz start, uint32 keyhash)
+{
+	return hash_combine(keyhash, hash_bytes_uint32((uint32) start ^ (uint32) (start >> 32)));
+}
+
 static uint32
 window_hash(TimestampTz start, const char *key, uint32 keylen)
 {
-	uint32		h = hash_bytes((const unsigned char *) key, keylen);
-
-	return hash_combine(h, hash_bytes_uint32((uint32) start ^ (uint32) (start >> 32)));
+	return window_hash_of(start, weir_window_key_hash(key, keylen));
 }
 
 static uint32
@@ -308,10 +319,9 @@ probe(WeirWindowStore *store, uint32 hash, TimestampTz start, const char *key,
  */
 static dsa_pointer
 find_or_add(WeirWindowStore *store, TimestampTz start, const char *key,
-			uint32 keylen, bool create, bool *created)
+			uint32 keylen, uint32 hash, bool create, bool *created)
 {
 	WeirStoreRoot *root = store->root;
-	uint32		hash = window_hash(start, key, keylen);
 	uint32		slot;
 	bool		found;
 	dsa_pointer dp;
@@ -358,12 +368,26 @@ WeirWindow *
 weir_window_lookup(WeirWindowStore *store, TimestampTz start, TimestampTz end,
 				   const char *key, uint32 keylen, bool *created)
 {
+	return weir_window_lookup_hashed(store, start, end, key, keylen,
+									 weir_window_key_hash(key, keylen), created);
+}
+
+/*
+ * weir_window_lookup with the key's hash (weir_window_key_hash) given: a
+ * record falls in several hopping windows, which need it once.
+ */
+WeirWindow *
+weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz start, TimestampTz end,
+						  const char *key, uint32 keylen, uint32 keyhash,
+						  bool *created)
+{
 	WeirStoreRoot *root = store->root;
 	dsa_pointer dp;
 	WeirWindow *w;
 	bool		bfound;
 
-	dp = find_or_add(store, start, key, keylen, true, created);
+	dp = find_or_add(store, start, key, keylen, window_hash_of(start, keyhash), true,
+					 created);
 	if (!DsaPointerIsValid(dp))
 		return NULL;
 	w = window_at(store, dp);
@@ -411,7 +435,8 @@ dsa_pointer
 weir_window_entry_find(WeirWindowStore *store, int space, const char *key,
 					   uint32 keylen, bool create, bool *created)
 {
-	return find_or_add(store, (TimestampTz) space, key, keylen, create, created);
+	return find_or_add(store, (TimestampTz) space, key, keylen,
+					   window_hash((TimestampTz) space, key, keylen), create, created);
 }
 
 /* Memory for an operator's own records, accounted to the store. */

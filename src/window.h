@@ -117,6 +117,11 @@ extern WeirWindowStore *weir_window_store_create(WeirPlan *plan, dsa_area *area,
 extern WeirWindow *weir_window_lookup(WeirWindowStore *store, TimestampTz start,
 									  TimestampTz end, const char *key,
 									  uint32 keylen, bool *created);
+extern uint32 weir_window_key_hash(const char *key, uint32 keylen);
+extern WeirWindow *weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz start,
+											 TimestampTz end, const char *key,
+											 uint32 keylen, uint32 keyhash,
+											 bool *created);
 extern WeirWindow *weir_session_place(WeirWindowStore *store, const char *key,
 									  uint32 keylen, TimestampTz t,
 									  TimestampTz watermark, int64 lateness);

@@ -488,6 +488,7 @@ apply_batch(WeirWorker *w, int32 part)
 		bool	   *nulls = &w->batch_nulls[b * w->batch_stride];
 		bool		placed = false;
 		int			nstarts = 0;
+		uint32		keyhash = 0;
 
 		if (r->kind == WEIR_ROW_FILTERED)
 		{
@@ -519,7 +520,10 @@ apply_batch(WeirWorker *w, int32 part)
 				return;
 		}
 		else
+		{
 			nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
+			keyhash = weir_window_key_hash(key, r->keylen);
+		}
 		for (int s = 0; s < nstarts; s++)
 		{
 			TimestampTz end = starts[s] + plan->windowing.size;
@@ -528,7 +532,8 @@ apply_batch(WeirWorker *w, int32 part)
 
 			if (end + w->lateness <= w->watermark)
 				continue;		/* this window has closed for good */
-			win = weir_window_lookup(w->store, starts[s], end, key, r->keylen, &created);
+			win = weir_window_lookup_hashed(w->store, starts[s], end, key, r->keylen,
+											keyhash, &created);
 			if (win == NULL)
 				return;			/* out of state memory: the caller stops */
 			accumulate(plan, weir_window_states(w->store->root, win), values, nulls);
