@@ -30,6 +30,7 @@ OBJS = \
 	src/dedup.o \
 	src/lastvalue.o \
 	src/join.o \
+	src/row_arena.o \
 	src/catalog_chunk.o
 
 EXTENSION = weir

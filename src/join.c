@@ -19,13 +19,13 @@
  *
  * State.  Per side, keyed state (keyed.c, space = side) holds one entry
  * per key; its state is the latest row time (for expiry: the entry leaves
- * when every row in it has) and a list of rows in the store's DSA area,
- * newest first, each with its side's column values (datumSerialize) and a
- * matched flag.  Rows are pruned when their key is next touched, and with
- * their entry.  Chunk images carry the rows (image_hook / restore_hook);
- * before each checkpoint every row that has left is drained for real
- * (weir_join_drain), because a restore skips entries whose time has
- * passed.
+ * when every row in it has) and a list of rows in the store's DSA area
+ * (carved from blocks, row_arena.c), newest first, each with its side's
+ * column values (datumSerialize) and a matched flag.  Rows are pruned
+ * when their key is next touched, and with their entry.  Chunk images
+ * carry the rows (image_hook / restore_hook); before each checkpoint every
+ * row that has left is drained for real (weir_join_drain), because a
+ * restore skips entries whose time has passed.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -49,7 +49,7 @@ typedef struct JoinRow
 	int32		part;
 	uint32		matched;
 	uint32		len;			/* bytes of values */
-	uint32		pad;
+	uint32		arena_off;		/* where in its block (row_arena.c) */
 	char		values[FLEXIBLE_ARRAY_MEMBER];	/* the side's columns, serialised */
 } JoinRow;
 
@@ -126,7 +126,7 @@ free_row(WeirJoin *j, int side, dsa_pointer dp)
 	if (side == 0 && j->plan->left_outer && !row->matched)
 		emit_unmatched(j, row);
 	j->sides[side]->live_bytes -= ROW_IMAGE_HEADER + row->len;
-	weir_window_store_free(j->store, dp, row_size(row->len));
+	weir_row_arena_free(&j->arenas[side], dp, row->arena_off);
 }
 
 /*
@@ -205,7 +205,7 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 			dsa_pointer next = row_at(j, s->rows)->next;
 
 			j->sides[side]->live_bytes -= ROW_IMAGE_HEADER + row_at(j, s->rows)->len;
-			weir_window_store_free(j->store, s->rows, row_size(row_at(j, s->rows)->len));
+			weir_row_arena_free(&j->arenas[side], s->rows, row_at(j, s->rows)->arena_off);
 			s->rows = next;
 		}
 		s->t = image.t;
@@ -228,7 +228,8 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 			return -1;
 		if (s)
 		{
-			dsa_pointer dp = weir_window_store_alloc(j->store, row_size(hdr.len));
+			uint32		off;
+			dsa_pointer dp = weir_row_arena_alloc(&j->arenas[side], row_size(hdr.len), &off);
 			JoinRow    *row;
 
 			if (!DsaPointerIsValid(dp))
@@ -237,6 +238,7 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 						 errmsg("checkpoint of the join does not fit in its max_state_memory"),
 						 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 			row = row_at(j, dp);
+			row->arena_off = off;
 			row->next = InvalidDsaPointer;
 			row->t = hdr.t;
 			row->pos = hdr.pos;
@@ -296,6 +298,7 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 		k->restore_hook = restore_rows;
 		k->remove_hook = remove_rows;
 		j->sides[side] = k;
+		weir_row_arena_init(&j->arenas[side], store);
 	}
 	j->pending_cxt = AllocSetContextCreate(cxt, "weir join pending rows",
 										   ALLOCSET_DEFAULT_SIZES);
@@ -336,6 +339,7 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 	bool		matched = false;
 	Size		len = 0;
 	dsa_pointer dp;
+	uint32		off;
 	JoinRow    *row;
 	JoinKeyState *s;
 
@@ -393,10 +397,11 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 	entry = weir_keyed_enter(j->sides[side], key, keylen, t, &created);
 	if (!DsaPointerIsValid(entry))
 		return false;
-	dp = weir_window_store_alloc(j->store, row_size(len));
+	dp = weir_row_arena_alloc(&j->arenas[side], row_size(len), &off);
 	if (!DsaPointerIsValid(dp))
 		return false;
 	row = row_at(j, dp);
+	row->arena_off = off;
 	row->t = t;
 	row->pos = pos;
 	row->part = part;

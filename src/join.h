@@ -16,6 +16,7 @@
 
 #include "columns.h"
 #include "keyed.h"
+#include "row_arena.h"
 
 /* A key's entry state (keyed.c reads t, which must come first) */
 typedef struct JoinKeyState
@@ -30,6 +31,7 @@ typedef struct WeirJoin
 	WeirPlan   *plan;			/* the left side's; plan->right the right's */
 	WeirWindowStore *store;
 	WeirKeyed  *sides[2];		/* per side: one entry per key, its rows */
+	WeirRowArena arenas[2];		/* per side: the rows' memory */
 	int64		bound[2];		/* a row can match until t + bound[side] */
 	TimestampTz watermark;		/* as of the last apply or drain */
 
