@@ -14,14 +14,26 @@
 #define WEIR_CATALOG_CHUNK_H
 
 #include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
 
 typedef void (*WeirChunkCallback) (void *arg, const char *data, Size len);
+
+/* One chunk of a checkpoint: built in its sync phase, written in the async one */
+typedef struct WeirChunk
+{
+	bytea	   *data;
+	int32		entries;
+	TimestampTz expires_at;		/* every entry in it expired (or closed) by then */
+} WeirChunk;
 
 extern void weir_catalog_write_chunk(int32 id, int space, int64 chunk,
 									 TimestampTz expires_at, int32 entries,
 									 bytea *data);
 extern int64 weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark,
 										 int64 below_chunk, int64 *entries);
+extern int64 weir_catalog_replace_chunks(int32 id, int space, List *chunks, int64 bytes,
+										 bool compacted, TimestampTz watermark,
+										 int64 *next_chunk, int64 *chunk_bytes);
 extern int64 weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb,
 									  void *arg, int64 *bytes, int64 *next_chunk);
 

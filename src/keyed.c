@@ -238,20 +238,15 @@ weir_keyed_touch(WeirKeyed *k, dsa_pointer dp)
 }
 
 /*
- * Free the held entries now: off the dirty list (one pass over it), then
- * through the remove hook, as after a checkpoint.  Only for operators that
- * owe the sink nothing for them (!keep_removed).  Returns how many went.
+ * Free the held entries (out of the index since they expired, unchanged
+ * since): through the remove hook (a join's rows), then their memory.
+ * Returns how many went.
  */
 static int64
-release_held(WeirKeyed *k)
+free_held(WeirKeyed *k)
 {
-	int			kept = 0;
 	int64		removed = k->nheld;
 
-	for (int i = 0; i < k->ndirty; i++)
-		if (!(weir_window_at(k->store, k->dirty[i])->flags & WEIR_WINDOW_HELD))
-			k->dirty[kept++] = k->dirty[i];
-	k->ndirty = kept;
 	for (int i = 0; i < k->nheld; i++)
 	{
 		dsa_pointer dp = k->held[i];
@@ -263,6 +258,23 @@ release_held(WeirKeyed *k)
 	}
 	k->nheld = 0;
 	return removed;
+}
+
+/*
+ * Free the held entries before the checkpoint, having taken them off the
+ * dirty list (one pass over it).  Only for operators that owe the sink
+ * nothing for them (!keep_removed).  Returns how many went.
+ */
+static int64
+release_held(WeirKeyed *k)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < k->ndirty; i++)
+		if (!(weir_window_at(k->store, k->dirty[i])->flags & WEIR_WINDOW_HELD))
+			k->dirty[kept++] = k->dirty[i];
+	k->ndirty = kept;
+	return free_held(k);
 }
 
 /*
@@ -390,25 +402,12 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 int64
 weir_keyed_after_checkpoint(WeirKeyed *k)
 {
-	int64		removed = 0;
+	/*
+	 * The checkpoint settled what they owed (last value: their rows
+	 * deleted; a join: their rows drained), so they only go.
+	 */
+	int64		removed = free_held(k);
 
-	for (int i = 0; i < k->nheld; i++)
-	{
-		dsa_pointer dp = k->held[i];
-		WeirWindow *w = weir_window_at(k->store, dp);
-
-		/*
-		 * Out of the index since it expired, so unchanged since; the
-		 * checkpoint settled what it owed (last value: its row deleted; a
-		 * join: its rows drained), so it only goes.
-		 */
-		if (k->remove_hook)
-			k->remove_hook(k->hook_arg, k, dp);
-		k->live_bytes -= entry_image_bytes(k, w);
-		weir_window_entry_free(k->store, dp);
-		removed++;
-	}
-	k->nheld = 0;
 	if (removed > 0)
 		weir_window_entry_shrink(k->store);
 	return removed;
@@ -421,14 +420,6 @@ weir_keyed_forget_removed(WeirKeyed *k)
 	k->removed = NIL;
 	MemoryContextReset(k->removed_cxt);
 }
-
-/* One chunk image, collected in the sync phase and written in the async one */
-typedef struct Chunk
-{
-	bytea	   *data;
-	int32		entries;
-	TimestampTz expires_at;		/* the latest expiry in it */
-} Chunk;
 
 typedef struct ChunkBuilder
 {
@@ -443,11 +434,11 @@ typedef struct ChunkBuilder
 static void
 chunk_flush(ChunkBuilder *cb)
 {
-	Chunk	   *c;
+	WeirChunk  *c;
 
 	if (cb->entries == 0)
 		return;
-	c = palloc(sizeof(Chunk));
+	c = palloc(sizeof(WeirChunk));
 	c->data = weir_make_bytea(cb->buf.data, cb->buf.len);
 	c->entries = cb->entries;
 	c->expires_at = cb->d->retention > 0 ? cb->expires_at : DT_NOEND;
@@ -536,34 +527,12 @@ void
 weir_keyed_write(WeirKeyed *d, int32 pipeline_id, TimestampTz watermark,
 				 WeirKeyedCollected *collected)
 {
-	int64		first = d->next_chunk;
-	ListCell   *lc;
-
-	foreach(lc, collected->chunks)
-	{
-		Chunk	   *c = lfirst(lc);
-
-		weir_catalog_write_chunk(pipeline_id, d->space, d->next_chunk++, c->expires_at,
-								 c->entries, c->data);
-	}
-	if (collected->compacted)
-	{
-		collected->deleted_bytes =
-			weir_catalog_delete_chunks(pipeline_id, d->space, DT_NOBEGIN, first,
-									   &collected->deleted_entries);
-		d->chunk_bytes = collected->bytes;
-	}
-	else
-	{
-		d->chunk_bytes += collected->bytes;
-		if (d->retention > 0 && !TIMESTAMP_NOT_FINITE(watermark))
-		{
-			collected->deleted_bytes =
-				weir_catalog_delete_chunks(pipeline_id, d->space, watermark, 0,
-										   &collected->deleted_entries);
-			d->chunk_bytes -= collected->deleted_bytes;
-		}
-	}
+	/* entries expire only with a retention */
+	collected->deleted_entries =
+		weir_catalog_replace_chunks(pipeline_id, d->space, collected->chunks,
+									collected->bytes, collected->compacted,
+									d->retention > 0 ? watermark : DT_NOBEGIN,
+									&d->next_chunk, &d->chunk_bytes);
 }
 
 typedef struct RestoreState

@@ -94,7 +94,6 @@ typedef struct WeirKeyedCollected
 	List	   *chunks;			/* chunk images (keyed.c) */
 	int64		entries;
 	int64		bytes;
-	int64		deleted_bytes;	/* chunks deleted */
 	int64		deleted_entries;	/* entry images in them */
 	bool		compacted;
 } WeirKeyedCollected;

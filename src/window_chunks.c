@@ -47,13 +47,6 @@
 #define COMPACT_SLACK_BYTES (1024 * 1024)
 #define GONE ((uint32) 1 << 31)
 
-typedef struct WindowChunk
-{
-	bytea	   *data;
-	int32		entries;
-	TimestampTz expires_at;
-} WindowChunk;
-
 /*
  * Whether this checkpoint should write every open window instead (a
  * compaction): the chunks, with what it has collected so far, would hold
@@ -79,11 +72,11 @@ weir_window_chunks_begin(WeirWindowChunkBuilder *cb, int64 lateness, bool compac
 static void
 flush(WeirWindowChunkBuilder *cb)
 {
-	WindowChunk *c;
+	WeirChunk  *c;
 
 	if (cb->entries == 0)
 		return;
-	c = palloc(sizeof(WindowChunk));
+	c = palloc(sizeof(WeirChunk));
 	c->data = weir_make_bytea(cb->buf.data, cb->buf.len);
 	c->entries = cb->entries;
 	c->expires_at = cb->expires_at;
@@ -161,30 +154,8 @@ int64
 weir_window_chunks_write(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
 						 int32 pipeline_id, TimestampTz watermark)
 {
-	int64		first = wc->next_chunk;
-	int64		deleted_entries = 0;
-	ListCell   *lc;
-
-	foreach(lc, cb->chunks)
-	{
-		WindowChunk *c = lfirst(lc);
-
-		weir_catalog_write_chunk(pipeline_id, 0, wc->next_chunk++, c->expires_at,
-								 c->entries, c->data);
-	}
-	if (cb->compacted)
-	{
-		(void) weir_catalog_delete_chunks(pipeline_id, 0, DT_NOBEGIN, first, &deleted_entries);
-		wc->chunk_bytes = cb->bytes;
-	}
-	else
-	{
-		wc->chunk_bytes += cb->bytes;
-		if (!TIMESTAMP_NOT_FINITE(watermark))
-			wc->chunk_bytes -= weir_catalog_delete_chunks(pipeline_id, 0, watermark, 0,
-														  &deleted_entries);
-	}
-	return deleted_entries;
+	return weir_catalog_replace_chunks(pipeline_id, 0, cb->chunks, cb->bytes, cb->compacted,
+									   watermark, &wc->next_chunk, &wc->chunk_bytes);
 }
 
 /* Restore ---------------------------------------------------------------- */

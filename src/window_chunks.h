@@ -31,7 +31,7 @@ typedef struct WeirWindowChunkBuilder
 	StringInfoData buf;			/* the chunk being built */
 	int32		entries;		/* in buf */
 	TimestampTz expires_at;		/* when every window in buf has closed */
-	List	   *chunks;			/* built (WindowChunk *) */
+	List	   *chunks;			/* built (WeirChunk *) */
 	int64		bytes;			/* data bytes of all built */
 	int64		total_entries;
 	bool		compacted;		/* all open windows: older chunks go */
