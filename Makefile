@@ -21,6 +21,8 @@ OBJS = \
 	src/pipeline.o \
 	src/worker.o \
 	src/checkpoint.o \
+	src/checkpoint_package.o \
+	src/checkpoint_writer.o \
 	src/live.o \
 	src/sink.o \
 	src/sink_order.o \

@@ -184,7 +184,7 @@ weir_cluster_start() {
 		echo "unix_socket_directories = '$dir'"
 		echo "shared_preload_libraries = 'weir'"
 		echo "weir.database = 'postgres'"
-		echo "max_worker_processes = 16"
+		echo "max_worker_processes = 40"
 		echo "wal_level = logical"
 		for line in "$@"; do
 			echo "$line"

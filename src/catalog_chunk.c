@@ -79,41 +79,34 @@ weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark, int64 bel
 }
 
 /*
- * A checkpoint's chunks (WeirChunk *, `bytes` of data in all) written as
- * numbers *next_chunk on; then, after a compaction (they hold the whole
- * state), every older chunk deleted, else, unless `watermark` is not
- * finite, the chunks expired by it.  Keeps *chunk_bytes (the data bytes
- * all the space's chunks hold) up to date.  Returns the entries the deleted
- * chunks held.
+ * A checkpoint's chunks (WeirChunk *) written as numbers first_chunk on;
+ * then, after a compaction (they hold the whole state), every older chunk
+ * deleted, else, unless `watermark` is not finite, the chunks expired by
+ * it.  Returns the entries the deleted chunks held, and in *deleted_bytes
+ * their data bytes when they were deleted for having expired (after a
+ * compaction the worker counts the new chunks' bytes only: 0).
  */
 int64
-weir_catalog_replace_chunks(int32 id, int space, List *chunks, int64 bytes,
-							bool compacted, TimestampTz watermark,
-							int64 *next_chunk, int64 *chunk_bytes)
+weir_catalog_apply_chunks(int32 id, int space, List *chunks, int64 first_chunk,
+						  bool compacted, TimestampTz watermark, int64 *deleted_bytes)
 {
-	int64		first = *next_chunk;
+	int64		next = first_chunk;
 	int64		deleted_entries = 0;
 	ListCell   *lc;
 
+	*deleted_bytes = 0;
 	foreach(lc, chunks)
 	{
 		WeirChunk  *c = lfirst(lc);
 
-		weir_catalog_write_chunk(id, space, (*next_chunk)++, c->expires_at, c->entries,
-								 c->data);
+		weir_catalog_write_chunk(id, space, next++, c->expires_at, c->entries, c->data);
 	}
 	if (compacted)
-	{
-		(void) weir_catalog_delete_chunks(id, space, DT_NOBEGIN, first, &deleted_entries);
-		*chunk_bytes = bytes;
-	}
-	else
-	{
-		*chunk_bytes += bytes;
-		if (!TIMESTAMP_NOT_FINITE(watermark))
-			*chunk_bytes -= weir_catalog_delete_chunks(id, space, watermark, 0,
-													   &deleted_entries);
-	}
+		(void) weir_catalog_delete_chunks(id, space, DT_NOBEGIN, first_chunk,
+										  &deleted_entries);
+	else if (!TIMESTAMP_NOT_FINITE(watermark))
+		*deleted_bytes = weir_catalog_delete_chunks(id, space, watermark, 0,
+													&deleted_entries);
 	return deleted_entries;
 }
 

@@ -31,9 +31,9 @@ extern void weir_catalog_write_chunk(int32 id, int space, int64 chunk,
 									 bytea *data);
 extern int64 weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark,
 										 int64 below_chunk, int64 *entries);
-extern int64 weir_catalog_replace_chunks(int32 id, int space, List *chunks, int64 bytes,
-										 bool compacted, TimestampTz watermark,
-										 int64 *next_chunk, int64 *chunk_bytes);
+extern int64 weir_catalog_apply_chunks(int32 id, int space, List *chunks,
+									   int64 first_chunk, bool compacted,
+									   TimestampTz watermark, int64 *deleted_bytes);
 extern int64 weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb,
 									  void *arg, int64 *bytes, int64 *next_chunk);
 

@@ -43,7 +43,9 @@
 #include "utils/timestamp.h"
 
 #include "aggregate.h"
+#include "catalog_chunk.h"
 #include "catalog_pipeline.h"
+#include "checkpoint_package.h"
 #include "clock.h"
 #include "columns.h"
 #include "dedup.h"
@@ -256,23 +258,12 @@ ms_since(TimestampTz from, TimestampTz to)
 	return (double) (to - from) / 1000.0;
 }
 
-/* What a checkpoint of windows writes: collected in sync, written in async */
-typedef struct WindowChanges
-{
-	SinkRows	sink;			/* rows already in the sink: upserted */
-	SinkRows	fresh;			/* first emission of a window: inserted */
-	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
-	WeirColumn *rkeys;			/* sink rows to retract: key columns */
-	WeirColumn	rstarts;
-} WindowChanges;
-
 /* What a checkpoint wrote, for its weir.checkpoints row */
 typedef struct CheckpointCounts
 {
 	int64		bytes;
 	int64		sink_rows;
 	int64		state_rows;
-	int64		state_deletes;
 } CheckpointCounts;
 
 /* A window's current version into the checkpoint's chunks. */
@@ -290,14 +281,32 @@ add_window_image(WeirWorker *w, WeirWindowChunkBuilder *cb, WeirWindow *win)
 	win->flags |= WEIR_WINDOW_PERSISTED;
 }
 
+/* Sink rows into the package, when there are any. */
+static void
+package_sink_rows(WeirPackage *pkg, WeirPackageOpKind kind, SinkRows *rows)
+{
+	if (rows->cols[0].n > 0)
+		weir_package_add_columns(pkg, kind, InvalidOid, rows->cols, rows->ncols);
+}
+
+/* Keys of sink rows to delete into the package, when there are any. */
+static void
+package_sink_deletes(WeirPackage *pkg, WeirColumn **key, int nkey)
+{
+	if (nkey > 0 && key[0]->n > 0)
+		weir_package_add_column_list(pkg, WEIR_PKG_SINK_DELETE, key, nkey);
+}
+
 /*
  * Sync phase for windows: the changed windows' sink rows and chunk images,
- * and what the retired ones still owe.  Flags of the windows collected are
- * cleared here: if the commit fails, the worker exits and restores from
- * the previous checkpoint, so they are never trusted after a failure.
+ * and what the retired ones still owe, into the package (retractions, first
+ * emissions, updates, chunks: the order they are written in).  Flags of the
+ * windows collected are cleared here: if the checkpoint does not commit,
+ * the worker exits and restores from the previous one, so they are never
+ * trusted after a failure.
  */
 static void
-window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
+window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 {
 	WeirPlan   *plan = w->plan;
 	WeirStoreRoot *root = w->store->root;
@@ -305,14 +314,22 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 	WeirWindow *win;
 	ListCell   *lc;
 	int64		live_bytes = 0;
+	SinkRows	sink;			/* rows already in the sink: upserted */
+	SinkRows	fresh;			/* first emission of a window: inserted */
+	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
+	WeirColumn *rkeys;			/* sink rows to retract: key columns */
+	WeirColumn **retract;
 
-	sink_rows_init(&c->sink, plan);
-	sink_rows_init(&c->fresh, plan);
-	weir_window_chunks_begin(&c->chunks, w->lateness, false);
-	c->rkeys = palloc(sizeof(WeirColumn) * plan->nkeys);
+	sink_rows_init(&sink, plan);
+	sink_rows_init(&fresh, plan);
+	weir_window_chunks_begin(&chunks, w->lateness, false);
+	rkeys = palloc(sizeof(WeirColumn) * (plan->nkeys + 1));
+	retract = palloc(sizeof(WeirColumn *) * (plan->nkeys + 1));
 	for (int i = 0; i < plan->nkeys; i++)
-		weir_column_init(&c->rkeys[i], plan->keys[i].type);
-	weir_column_init(&c->rstarts, TIMESTAMPTZOID);
+		weir_column_init(&rkeys[i], plan->keys[i].type);
+	weir_column_init(&rkeys[plan->nkeys], TIMESTAMPTZOID);
+	for (int i = 0; i <= plan->nkeys; i++)
+		retract[i] = &rkeys[i];
 	/*
 	 * A session merged into another has not closed: a restore would bring
 	 * its earlier versions back, so it is written as gone (closed windows a
@@ -324,7 +341,7 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 		WeirRetired *r = lfirst(lc);
 
 		if (r->merged && r->persisted)
-			weir_window_chunks_add_gone(&c->chunks, r->key, r->keylen, r->start, r->end);
+			weir_window_chunks_add_gone(&chunks, r->key, r->keylen, r->start, r->end);
 	}
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	weir_window_iter_init(&iter, w->store);
@@ -335,7 +352,7 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 
 		if (win->flags & WEIR_WINDOW_SINK_DIRTY)
 		{
-			sink_rows_add((win->flags & WEIR_WINDOW_EMITTED) ? &c->sink : &c->fresh,
+			sink_rows_add((win->flags & WEIR_WINDOW_EMITTED) ? &sink : &fresh,
 						  win->data, win->start, end, states, NULL, NULL);
 			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
 			win->flags |= WEIR_WINDOW_EMITTED;
@@ -344,7 +361,7 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + win->keylen + plan->state_size;
 		if (win->flags & WEIR_WINDOW_DIRTY)
 		{
-			add_window_image(w, &c->chunks, win);
+			add_window_image(w, &chunks, win);
 			win->flags &= ~WEIR_WINDOW_DIRTY;
 		}
 	}
@@ -352,13 +369,13 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 	 * The chunks hold far more than the open windows: write them all anew
 	 * (older chunks all go, so nothing needs to be written as gone).
 	 */
-	if (weir_window_chunks_compact_due(&w->window_chunks, &c->chunks, live_bytes))
+	if (weir_window_chunks_compact_due(&w->window_chunks, &chunks, live_bytes))
 	{
-		weir_window_chunks_finish(&c->chunks);
-		weir_window_chunks_begin(&c->chunks, w->lateness, true);
+		weir_window_chunks_finish(&chunks);
+		weir_window_chunks_begin(&chunks, w->lateness, true);
 		weir_window_iter_init(&iter, w->store);
 		while ((win = weir_window_iter_next(&iter)) != NULL)
-			add_window_image(w, &c->chunks, win);
+			add_window_image(w, &chunks, win);
 	}
 	LWLockRelease(&w->slot->lock);
 	foreach(lc, w->store->retired)
@@ -366,70 +383,54 @@ window_collect(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
 		WeirRetired *r = lfirst(lc);
 
 		if (r->write_sink)
-			sink_rows_add(r->emitted ? &c->sink : &c->fresh, r->key, r->start, r->end,
+			sink_rows_add(r->emitted ? &sink : &fresh, r->key, r->start, r->end,
 						  NULL, r->finals, r->final_nulls);
 		if (r->retract_sink)
 		{
-			weir_checkpoint_decode_key(plan, r->key, c->sink.keyvals);
+			weir_checkpoint_decode_key(plan, r->key, sink.keyvals);
 			for (int i = 0; i < plan->nkeys; i++)
-				weir_column_add(&c->rkeys[i], c->sink.keyvals[i], false);
-			weir_column_add(&c->rstarts, TimestampTzGetDatum(r->start), false);
+				weir_column_add(&rkeys[i], sink.keyvals[i], false);
+			weir_column_add(&rkeys[plan->nkeys], TimestampTzGetDatum(r->start), false);
 		}
 	}
-	weir_window_chunks_finish(&c->chunks);
-	n->sink_rows = c->sink.cols[0].n + c->fresh.cols[0].n;
-	n->state_rows = c->chunks.total_entries;
-	n->bytes = c->chunks.bytes;
+	weir_window_chunks_finish(&chunks);
+	package_sink_deletes(pkg, retract, plan->nkeys + 1);
+	package_sink_rows(pkg, WEIR_PKG_SINK_INSERT, &fresh);
+	package_sink_rows(pkg, WEIR_PKG_SINK_UPSERT, &sink);
+	weir_window_chunks_package(&w->window_chunks, &chunks, pkg, w->watermark);
+	n->sink_rows = sink.cols[0].n + fresh.cols[0].n;
+	n->state_rows = chunks.total_entries;
+	n->bytes = chunks.bytes;
 }
-
-/* Async phase for windows; the sink as the pipeline's owner (current user). */
-static void
-window_write(WeirWorker *w, WindowChanges *c, CheckpointCounts *n)
-{
-	WeirPlan   *plan = w->plan;
-
-	if (c->rstarts.n > 0)
-	{
-		WeirColumn **key = palloc(sizeof(WeirColumn *) * (plan->nkeys + 1));
-
-		for (int i = 0; i < plan->nkeys; i++)
-			key[i] = &c->rkeys[i];
-		key[plan->nkeys] = &c->rstarts;
-		delete_sink_rows(w, key);
-	}
-	write_sink_rows(w, &c->fresh, false);
-	write_sink_rows(w, &c->sink, true);
-	n->state_deletes = weir_window_chunks_write(&w->window_chunks, &c->chunks, w->row.id,
-												w->watermark);
-}
-
-/* What a checkpoint of last values writes */
-typedef struct LastValueChanges
-{
-	SinkRows	fresh;			/* keys new since the last checkpoint: inserted */
-	SinkRows	changed;		/* keys whose row is in the sink: upserted */
-	WeirColumn *gone;			/* keys that expired: their rows deleted */
-	WeirKeyedCollected collected;
-} LastValueChanges;
 
 /*
  * Sync phase for last values: the newest row of each key that changed, the
- * keys that expired, and the changed entries' chunk.
+ * keys that expired (their rows deleted first), and the changed entries'
+ * chunk.
  */
 static void
-last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
+last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 {
 	WeirPlan   *plan = w->plan;
 	WeirLastValue *lv = w->last_value;
 	int			ncols = plan->ncolumns;
 	Datum	   *keyvals = palloc(sizeof(Datum) * plan->nkeys);
 	ListCell   *lc;
+	SinkRows	fresh;			/* keys new since the last checkpoint: inserted */
+	SinkRows	changed;		/* keys whose row is in the sink: upserted */
+	WeirColumn *gone;			/* keys that expired: their rows deleted */
+	WeirColumn **gone_list;
+	WeirKeyedCollected collected;
 
-	sink_rows_init(&c->fresh, plan);
-	sink_rows_init(&c->changed, plan);
-	c->gone = palloc(sizeof(WeirColumn) * plan->nkeys);
+	sink_rows_init(&fresh, plan);
+	sink_rows_init(&changed, plan);
+	gone = palloc(sizeof(WeirColumn) * Max(plan->nkeys, 1));
+	gone_list = palloc(sizeof(WeirColumn *) * Max(plan->nkeys, 1));
 	for (int i = 0; i < plan->nkeys; i++)
-		weir_column_init(&c->gone[i], plan->keys[i].type);
+	{
+		weir_column_init(&gone[i], plan->keys[i].type);
+		gone_list[i] = &gone[i];
+	}
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 
 	/*
@@ -442,7 +443,7 @@ last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
 	{
 		WeirWindow *win = weir_window_at(w->store, lv->pending_entry[r]);
 		WeirKeyedState *s = weir_keyed_state(lv->keys, lv->pending_entry[r]);
-		SinkRows   *rows = (win->flags & WEIR_WINDOW_EMITTED) ? &c->changed : &c->fresh;
+		SinkRows   *rows = (win->flags & WEIR_WINDOW_EMITTED) ? &changed : &fresh;
 
 		s->pending = -1;
 		weir_checkpoint_decode_key(plan, win->data, keyvals);
@@ -452,7 +453,7 @@ last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
 			/* expired already: its row goes (if it was written), not comes */
 			if (win->flags & WEIR_WINDOW_EMITTED)
 				for (int i = 0; i < plan->nkeys; i++)
-					weir_column_add(&c->gone[i], keyvals[i], false);
+					weir_column_add(&gone[i], keyvals[i], false);
 			win->flags &= ~WEIR_WINDOW_EMITTED;
 			continue;
 		}
@@ -463,7 +464,7 @@ last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
 							lv->pending_nulls[r * ncols + i]);
 		win->flags |= WEIR_WINDOW_EMITTED;
 	}
-	weir_keyed_collect(lv->keys, w->watermark, &c->collected);
+	weir_keyed_collect(lv->keys, w->watermark, &collected);
 	LWLockRelease(&w->slot->lock);
 	foreach(lc, lv->keys->removed)
 	{
@@ -471,208 +472,277 @@ last_value_collect(WeirWorker *w, LastValueChanges *c, CheckpointCounts *n)
 
 		weir_checkpoint_decode_key(plan, VARDATA(key), keyvals);
 		for (int i = 0; i < plan->nkeys; i++)
-			weir_column_add(&c->gone[i], keyvals[i], false);
+			weir_column_add(&gone[i], keyvals[i], false);
 	}
-	n->sink_rows = c->fresh.cols[0].n + c->changed.cols[0].n;
-	n->state_rows = c->collected.entries;
-	n->state_deletes = list_length(lv->keys->removed);
-	n->bytes = c->collected.bytes;
+	package_sink_deletes(pkg, gone_list, plan->nkeys);
+	package_sink_rows(pkg, WEIR_PKG_SINK_INSERT, &fresh);
+	package_sink_rows(pkg, WEIR_PKG_SINK_UPSERT, &changed);
+	weir_keyed_package(lv->keys, pkg, w->watermark, &collected);
+	n->sink_rows = fresh.cols[0].n + changed.cols[0].n;
+	n->state_rows = collected.entries;
+	n->bytes = collected.bytes;
 }
 
-/* Async phase for last values: deletions first, then the new rows. */
+/*
+ * Sync phase for records passed on (dedup, projection, join pairs): the
+ * rows kept, inserted, and the chunks of the keyed state, if any.
+ */
 static void
-last_value_write(WeirWorker *w, LastValueChanges *c)
+kept_collect(WeirWorker *w, WeirPackage *pkg, WeirColumn *pending, WeirKeyed **keyed,
+			 int nkeyed, CheckpointCounts *n)
 {
-	WeirPlan   *plan = w->plan;
+	WeirKeyedCollected collected[2];
 
-	if (plan->nkeys > 0 && c->gone[0].n > 0)
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	if (w->join)
+		weir_join_drain(w->join, w->watermark); /* rows that left go for real
+												 * first (join.c) */
+	for (int s = 0; s < nkeyed; s++)
 	{
-		WeirColumn **key = palloc(sizeof(WeirColumn *) * plan->nkeys);
-
-		for (int i = 0; i < plan->nkeys; i++)
-			key[i] = &c->gone[i];
-		delete_sink_rows(w, key);
+		weir_keyed_collect(keyed[s], w->watermark, &collected[s]);
+		n->state_rows += collected[s].entries;
+		n->bytes += collected[s].bytes;
 	}
-	write_sink_rows(w, &c->fresh, false);
-	write_sink_rows(w, &c->changed, true);
-	weir_keyed_write(w->last_value->keys, w->row.id, w->watermark, &c->collected);
+	LWLockRelease(&w->slot->lock);
+	n->sink_rows = pending[0].n;
+	if (pending[0].n > 0)
+		weir_package_add_columns(pkg, WEIR_PKG_SINK_INSERT, InvalidOid, pending,
+								 w->plan->nsinkcols);
+	for (int s = 0; s < nkeyed; s++)
+		weir_keyed_package(keyed[s], pkg, w->watermark, &collected[s]);
 }
 
 /* Positions, dead letters and late records: what every kind writes. */
 static void
-write_progress(WeirWorker *w, WeirColumn *parts, WeirColumn *positions,
-			   WeirColumn *maxtimes)
+progress_collect(WeirWorker *w, WeirPackage *pkg)
 {
+	WeirColumn	pos[3];
 	ListCell   *lc;
 
-	weir_catalog_write_positions(w->row.id, weir_column_array(parts),
-								 weir_column_array(positions), weir_column_array(maxtimes));
-	/* dead letters, one statement per source (a join has two) */
+	weir_column_init(&pos[0], INT4OID);
+	weir_column_init(&pos[1], INT8OID);
+	weir_column_init(&pos[2], TIMESTAMPTZOID);
+	for (int p = 0; p < w->partitions; p++)
+	{
+		weir_column_add(&pos[0], Int32GetDatum(p), false);
+		weir_column_add(&pos[1], Int64GetDatum(w->pos[p]), false);
+		weir_column_add(&pos[2], TimestampTzGetDatum(w->max_event_time[p]),
+						w->max_event_time[p] == DT_NOBEGIN);
+	}
+	weir_package_add_columns(pkg, WEIR_PKG_POSITIONS, InvalidOid, pos, 3);
+	/* dead letters, one write per source (a join has two) */
 	for (int s = 0; s < w->nsides && w->dead != NIL; s++)
 	{
-		WeirColumn	dparts, dpos, derr, drec;
+		WeirColumn	d[4];
 
-		weir_column_init(&dparts, INT4OID);
-		weir_column_init(&dpos, INT8OID);
-		weir_column_init(&derr, TEXTOID);
-		weir_column_init(&drec, JSONBOID);
+		weir_column_init(&d[0], INT4OID);
+		weir_column_init(&d[1], INT8OID);
+		weir_column_init(&d[2], TEXTOID);
+		weir_column_init(&d[3], JSONBOID);
 		foreach(lc, w->dead)
 		{
-			WeirDeadLetter *d = lfirst(lc);
+			WeirDeadLetter *dl = lfirst(lc);
 
-			if (d->source != w->sides[s].source)
+			if (dl->source != w->sides[s].source)
 				continue;
-			weir_column_add(&dparts, Int32GetDatum(d->part), false);
-			weir_column_add(&dpos, Int64GetDatum(d->position), false);
-			weir_column_add(&derr, CStringGetTextDatum(d->error), false);
-			weir_column_add(&drec, DirectFunctionCall1(jsonb_in, CStringGetDatum(d->record)), false);
+			weir_column_add(&d[0], Int32GetDatum(dl->part), false);
+			weir_column_add(&d[1], Int64GetDatum(dl->position), false);
+			weir_column_add(&d[2], CStringGetTextDatum(dl->error), false);
+			weir_column_add(&d[3], DirectFunctionCall1(jsonb_in, CStringGetDatum(dl->record)),
+							false);
 		}
-		if (dparts.n > 0)
-			weir_catalog_write_dead_letters(w->row.id, w->sides[s].source,
-											weir_column_array(&dparts),
-											weir_column_array(&dpos), weir_column_array(&derr),
-											weir_column_array(&drec));
+		if (d[0].n > 0)
+			weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->sides[s].source, d, 4);
 	}
 	list_free_deep(w->dead);
 	w->dead = NIL;
 	if (w->late != NIL)
 	{
-		WeirColumn	lparts, lpos;
+		WeirColumn	l[2];
 
-		weir_column_init(&lparts, INT4OID);
-		weir_column_init(&lpos, INT8OID);
+		weir_column_init(&l[0], INT4OID);
+		weir_column_init(&l[1], INT8OID);
 		foreach(lc, w->late)
 		{
 			int64	   *late = lfirst(lc);
 
-			weir_column_add(&lparts, Int32GetDatum((int32) late[0]), false);
-			weir_column_add(&lpos, Int64GetDatum(late[1]), false);
+			weir_column_add(&l[0], Int32GetDatum((int32) late[0]), false);
+			weir_column_add(&l[1], Int64GetDatum(late[1]), false);
 		}
-		weir_catalog_write_late(w->row.late_records, w->row.source, weir_column_array(&lparts),
-								weir_column_array(&lpos), TimestampTzGetDatum(w->watermark));
+		weir_package_add_late(pkg, w->row.late_records, l, w->watermark);
 		list_free_deep(w->late);
 		w->late = NIL;
 	}
 }
 
+/* Whether the pipeline the worker runs is still there (not dropped or replaced). */
+static bool
+pipeline_exists(WeirWorker *w)
+{
+	WeirPipelineRow current;
+
+	return weir_catalog_pipeline_by_id(w->row.id, &current) &&
+		current.created_at == w->row.created_at;
+}
+
 /*
- * Write a checkpoint inside the current transaction.  `due` is when it was
- * due (for the start delay).
+ * Sync phase: collect what changed since the last checkpoint into a
+ * package (in the current memory context), numbered as the next
+ * checkpoint.  Needs a transaction (the dead letters' JSON, the check that
+ * the pipeline is still there).  `due` is when it was due (for the start
+ * delay); `served` the weir.checkpoint() tickets it answers.
  */
 void
-weir_checkpoint_write(WeirWorker *w, TimestampTz due)
+weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackage *pkg)
 {
 	WeirPlan   *plan = w->plan;
 	TimestampTz started = weir_clock_now();
-	TimestampTz synced;
-	WindowChanges changes;
-	LastValueChanges last_values;
-	WeirKeyedCollected sides[2];
-	SinkRows	kept;			/* dedup: the records kept, inserted */
-	WeirKeyedCollected collected;
-	CheckpointCounts n = {0, 0, 0, 0};
-	WeirColumn	parts, positions, maxtimes;
-	TimestampTz written;
+	CheckpointCounts n = {0, 0, 0};
+	WeirPackageHeader *h;
 
 	/* a pipeline dropped (or replaced under the same id) ends its worker */
+	if (!pipeline_exists(w))
 	{
-		WeirPipelineRow current;
-
-		if (!weir_catalog_pipeline_by_id(w->row.id, &current) ||
-			current.created_at != w->row.created_at)
-		{
-			ereport(LOG,
-					(errmsg("weir pipeline \"%s\" was dropped; its worker exits", w->row.name)));
-			proc_exit(0);
-		}
+		ereport(LOG,
+				(errmsg("weir pipeline \"%s\" was dropped; its worker exits", w->row.name)));
+		proc_exit(0);
 	}
 
-	/* sync: collect what changed */
+	weir_package_begin(pkg);
 	if (plan->op == WEIR_OP_DEDUP || plan->op == WEIR_OP_PROJECTION)
-	{
-		kept.plan = plan;
-		kept.ncols = plan->nsinkcols;
-		kept.cols = w->dedup->pending;
-		kept.keyvals = NULL;
-		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-		if (w->dedup->ids)
-			weir_keyed_collect(w->dedup->ids, w->watermark, &collected);
-		else
-			memset(&collected, 0, sizeof(collected));
-		LWLockRelease(&w->slot->lock);
-		n.sink_rows = kept.cols[0].n;
-		n.state_rows = collected.entries;
-		n.bytes = collected.bytes;
-	}
+		kept_collect(w, pkg, w->dedup->pending, &w->dedup->ids, w->dedup->ids ? 1 : 0, &n);
 	else if (plan->op == WEIR_OP_LAST_VALUE)
-		last_value_collect(w, &last_values, &n);
+		last_value_collect(w, pkg, &n);
 	else if (plan->op == WEIR_OP_JOIN)
-	{
-		/* rows that left the buffers go for real first (join.c) */
-		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-		weir_join_drain(w->join, w->watermark);
-		for (int s = 0; s < 2; s++)
-		{
-			weir_keyed_collect(w->join->sides[s], w->watermark, &sides[s]);
-			n.state_rows += sides[s].entries;
-			n.bytes += sides[s].bytes;
-		}
-		LWLockRelease(&w->slot->lock);
-		kept.plan = plan;
-		kept.ncols = plan->nsinkcols;
-		kept.cols = w->join->pending;
-		kept.keyvals = NULL;
-		n.sink_rows = kept.cols[0].n;
-	}
+		kept_collect(w, pkg, w->join->pending, w->join->sides, 2, &n);
 	else
-		window_collect(w, &changes, &n);
-	weir_column_init(&parts, INT4OID);
-	weir_column_init(&positions, INT8OID);
-	weir_column_init(&maxtimes, TIMESTAMPTZOID);
-	for (int p = 0; p < w->partitions; p++)
-	{
-		weir_column_add(&parts, Int32GetDatum(p), false);
-		weir_column_add(&positions, Int64GetDatum(w->pos[p]), false);
-		weir_column_add(&maxtimes, TimestampTzGetDatum(w->max_event_time[p]),
-						w->max_event_time[p] == DT_NOBEGIN);
-	}
-	synced = weir_clock_now();
+		window_collect(w, pkg, &n);
+	progress_collect(w, pkg);
 
-	/* async: write it all */
-	if (plan->op == WEIR_OP_DEDUP || plan->op == WEIR_OP_PROJECTION)
-	{
-		write_sink_rows(w, &kept, false);
-		if (w->dedup->ids)
-		{
-			weir_keyed_write(w->dedup->ids, w->row.id, w->watermark, &collected);
-			n.state_deletes = collected.deleted_entries;
-		}
-	}
-	else if (plan->op == WEIR_OP_LAST_VALUE)
-		last_value_write(w, &last_values);
-	else if (plan->op == WEIR_OP_JOIN)
-	{
-		write_sink_rows(w, &kept, false);
-		for (int s = 0; s < 2; s++)
-		{
-			weir_keyed_write(w->join->sides[s], w->row.id, w->watermark, &sides[s]);
-			n.state_deletes += sides[s].deleted_entries;
-		}
-	}
-	else
-		window_write(w, &changes, &n);
-	write_progress(w, &parts, &positions, &maxtimes);
-	w->checkpoint_id++;
-	written = weir_clock_now();
-	weir_catalog_write_checkpoint(w->row.id, w->checkpoint_id, due, w->watermark,
-								  ms_since(due, started), ms_since(started, synced),
-								  ms_since(synced, written), n.bytes,
-								  n.sink_rows, n.state_rows, n.state_deletes,
-								  w->records_since);
+	h = weir_package_header(pkg);
+	h->checkpoint_id = ++w->checkpoint_id;
+	h->due = due;
+	h->started = started;
+	h->watermark = w->watermark;
+	h->records_since = w->records_since;
+	h->bytes = n.bytes;
+	h->sink_rows = n.sink_rows;
+	h->state_rows = n.state_rows;
+	h->served = served;
 	w->records_since = 0;
-	/* enough rows to say what one costs (the commit is not counted) */
-	if (n.sink_rows >= WEIR_SINK_ROWS_MEASURED)
-		w->sink_row_us = (double) (written - started) / n.sink_rows;
+	h->synced = weir_clock_now();
+}
+
+/*
+ * Async phase: do the writes of a package, and its weir.checkpoints row,
+ * in the current transaction, as the pipeline's owner (the sink) and as
+ * weir (its catalog).  `w` needs only the pipeline's row, plan and slot:
+ * the checkpoint writer has no more.  What the worker learns from the
+ * commit goes to *res.  A pipeline dropped meanwhile gets nothing written:
+ * false.
+ */
+bool
+weir_checkpoint_execute(WeirWorker *w, const char *data, Size len, WeirCheckpointResult *res)
+{
+	WeirPackageReader r;
+	const WeirPackageHeader *h = weir_package_read_begin(&r, data, len);
+	const WeirPackageOp *op;
+	int			maxcols = Max(w->plan->nsinkcols, 4);
+	WeirColumn *cols = palloc(sizeof(WeirColumn) * maxcols);
+	List	   *chunks;
+	int64		state_deletes = 0;
+	TimestampTz written;
+
+	memset(res, 0, sizeof(*res));
+	if (!pipeline_exists(w))
+		return false;
+	while ((op = weir_package_read_op(&r, cols, maxcols, &chunks)) != NULL)
+	{
+		switch ((WeirPackageOpKind) op->kind)
+		{
+			case WEIR_PKG_SINK_DELETE:
+				{
+					WeirColumn **key = palloc(sizeof(WeirColumn *) * op->ncols);
+
+					for (int i = 0; i < op->ncols; i++)
+						key[i] = &cols[i];
+					delete_sink_rows(w, key);
+					break;
+				}
+			case WEIR_PKG_SINK_INSERT:
+			case WEIR_PKG_SINK_UPSERT:
+				{
+					SinkRows	rows = {w->plan, cols, op->ncols, NULL};
+
+					write_sink_rows(w, &rows, op->kind == WEIR_PKG_SINK_UPSERT);
+					break;
+				}
+			case WEIR_PKG_CHUNKS:
+				{
+					int64		deleted_bytes;
+
+					state_deletes += weir_catalog_apply_chunks(w->row.id, op->space, chunks,
+															   op->first_chunk, op->compacted,
+															   op->watermark, &deleted_bytes);
+					if (op->space >= 0 && op->space < WEIR_CHECKPOINT_SPACES)
+						res->deleted_bytes[op->space] += deleted_bytes;
+					break;
+				}
+			case WEIR_PKG_POSITIONS:
+				weir_catalog_write_positions(w->row.id, weir_column_array(&cols[0]),
+											 weir_column_array(&cols[1]),
+											 weir_column_array(&cols[2]));
+				break;
+			case WEIR_PKG_DEAD_LETTERS:
+				weir_catalog_write_dead_letters(w->row.id, op->oid,
+												weir_column_array(&cols[0]),
+												weir_column_array(&cols[1]),
+												weir_column_array(&cols[2]),
+												weir_column_array(&cols[3]));
+				break;
+			case WEIR_PKG_LATE:
+				weir_catalog_write_late(op->oid, w->row.source, weir_column_array(&cols[0]),
+										weir_column_array(&cols[1]),
+										TimestampTzGetDatum(op->watermark));
+				break;
+			default:
+				elog(ERROR, "unrecognized checkpoint package write: %d", op->kind);
+		}
+	}
+	written = weir_clock_now();
+	weir_catalog_write_checkpoint(w->row.id, h->checkpoint_id, h->due, h->watermark,
+								  ms_since(h->due, h->started), ms_since(h->started, h->synced),
+								  ms_since(h->synced, written), h->bytes,
+								  h->sink_rows, h->state_rows, state_deletes,
+								  h->records_since);
+	res->checkpoint_id = h->checkpoint_id;
+	res->served = h->served;
+	res->sink_rows = h->sink_rows;
+	res->write_us = (double) (written - h->synced);
+	return true;
+}
+
+/*
+ * What the worker learns from a committed checkpoint: the chunks' bytes
+ * that went, and what a sink row cost to write (when it wrote enough to
+ * tell).
+ */
+void
+weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res)
+{
+	if (w->last_value)
+		weir_keyed_chunks_deleted(w->last_value->keys, res->deleted_bytes[0]);
+	else if (w->dedup && w->dedup->ids)
+		weir_keyed_chunks_deleted(w->dedup->ids, res->deleted_bytes[0]);
+	else if (w->join)
+	{
+		for (int s = 0; s < 2; s++)
+			weir_keyed_chunks_deleted(w->join->sides[s], res->deleted_bytes[s]);
+	}
+	else if (w->plan->op == WEIR_OP_WINDOW)
+		weir_window_chunks_deleted(&w->window_chunks, res->deleted_bytes[0]);
+	if (res->sink_rows >= WEIR_SINK_ROWS_MEASURED)
+		w->sink_row_us = res->write_us / res->sink_rows;
 }
 
 static void

@@ -52,6 +52,7 @@
 #include "utils/memutils.h"
 
 #include "catalog_chunk.h"
+#include "checkpoint_package.h"
 #include "columns.h"
 #include "keyed.h"
 
@@ -520,19 +521,26 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 }
 
 /*
- * Async phase: write the collected chunks, drop the chunks the watermark
- * has passed, and after a compaction every older chunk.
+ * The collected chunks into a checkpoint's package, numbered on from the
+ * last; after them the chunks the watermark has passed go, and after a
+ * compaction every older chunk.  The bytes the expired chunks held come
+ * back with the commit: weir_keyed_chunks_deleted.
  */
 void
-weir_keyed_write(WeirKeyed *d, int32 pipeline_id, TimestampTz watermark,
-				 WeirKeyedCollected *collected)
+weir_keyed_package(WeirKeyed *d, WeirPackage *pkg, TimestampTz watermark,
+				   WeirKeyedCollected *collected)
 {
 	/* entries expire only with a retention */
-	collected->deleted_entries =
-		weir_catalog_replace_chunks(pipeline_id, d->space, collected->chunks,
-									collected->bytes, collected->compacted,
-									d->retention > 0 ? watermark : DT_NOBEGIN,
-									&d->next_chunk, &d->chunk_bytes);
+	weir_package_add_chunks(pkg, d->space, collected->chunks, collected->compacted,
+							d->retention > 0 ? watermark : DT_NOBEGIN, &d->next_chunk);
+	d->chunk_bytes = (collected->compacted ? 0 : d->chunk_bytes) + collected->bytes;
+}
+
+/* A committed checkpoint deleted expired chunks of `bytes` of data. */
+void
+weir_keyed_chunks_deleted(WeirKeyed *d, int64 bytes)
+{
+	d->chunk_bytes -= bytes;
 }
 
 typedef struct RestoreState

@@ -94,9 +94,10 @@ typedef struct WeirKeyedCollected
 	List	   *chunks;			/* chunk images (keyed.c) */
 	int64		entries;
 	int64		bytes;
-	int64		deleted_entries;	/* entry images in them */
 	bool		compacted;
 } WeirKeyedCollected;
+
+struct WeirPackage;				/* checkpoint_package.h */
 
 extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
 									int space, Size state_size, int64 retention,
@@ -109,8 +110,9 @@ extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
 extern int64 weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark);
 extern void weir_keyed_collect(WeirKeyed *k, TimestampTz watermark,
 							   WeirKeyedCollected *out);
-extern void weir_keyed_write(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
-							 WeirKeyedCollected *collected);
+extern void weir_keyed_package(WeirKeyed *k, struct WeirPackage *pkg,
+							   TimestampTz watermark, WeirKeyedCollected *collected);
+extern void weir_keyed_chunks_deleted(WeirKeyed *k, int64 bytes);
 extern void weir_keyed_forget_removed(WeirKeyed *k);
 extern int64 weir_keyed_after_checkpoint(WeirKeyed *k);
 extern int64 weir_keyed_restore(WeirKeyed *k, int32 pipeline_id,

@@ -188,6 +188,7 @@ static void
 start_worker(Managed *m, TimestampTz now)
 {
 	BackgroundWorker worker;
+	bool		ok;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -202,7 +203,12 @@ start_worker(Managed *m, TimestampTz now)
 	worker.bgw_notify_pid = MyProcPid;
 
 	m->started_at = now;
-	if (!RegisterDynamicBackgroundWorker(&worker, &m->handle))
+	ok = RegisterDynamicBackgroundWorker(&worker, &m->handle);
+	/* a pipeline's worker comes before any checkpoint writer (checkpoint_writer.c) */
+	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
+	weir_shmem()->writers_yield = !ok;
+	LWLockRelease(weir_shmem()->lock);
+	if (!ok)
 	{
 		m->handle = NULL;
 		m->next_start = now + 5 * USECS_PER_SEC;

@@ -68,6 +68,8 @@ typedef struct WeirPipelineSlot
 	Oid			dboid;			/* InvalidOid: free */
 	int32		pipeline_id;
 	int			pid;			/* worker; 0 when none */
+	bool		has_writer;		/* its worker runs a checkpoint writer (under
+								 * WeirShmem.lock) */
 	Latch	   *latch;			/* the worker's */
 	TimestampTz watermark;		/* DT_NOBEGIN until the first one */
 	int64		checkpoint_id;	/* last committed */
@@ -103,6 +105,9 @@ typedef struct WeirShmem
 	int			nslots;			/* weir.max_partitions */
 	Size		slot_size;		/* bytes per slot, MAXALIGNed */
 	int			npipelines;		/* weir.max_pipelines */
+	bool		writers_yield;	/* the launcher could not start a worker:
+								 * checkpoint writers give their background
+								 * worker slots back (under lock) */
 	WeirPipelineSlot *pipelines;	/* [npipelines], after the slots */
 	char		slots[FLEXIBLE_ARRAY_MEMBER];
 } WeirShmem;

@@ -41,6 +41,7 @@ int			weir_default_max_state_memory = 1024 * 1024;	/* kB */
 int			weir_launcher_naptime = 1000;
 int			weir_retention_batch_size = 10000;
 int			weir_time_index_interval = 10000;
+bool		weir_checkpoint_writer = true;
 
 static void
 define_gucs(void)
@@ -107,6 +108,15 @@ define_gucs(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("weir.checkpoint_writer",
+							 "Whether each pipeline writes its checkpoints in a second process while its worker reads on.",
+							 "Off: the worker stops reading while it writes each checkpoint. Read when a worker starts.",
+							 &weir_checkpoint_writer,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 
 	weir_clock_define_gucs();
 

@@ -41,6 +41,7 @@
 
 #include "catalog_chunk.h"
 #include "columns.h"
+#include "checkpoint_package.h"
 #include "window_chunks.h"
 
 #define CHUNK_MAX_BYTES (32 * 1024 * 1024)	/* split larger chunks */
@@ -146,16 +147,24 @@ weir_window_chunks_finish(WeirWindowChunkBuilder *cb)
 }
 
 /*
- * Async phase: write the collected chunks, then delete the chunks whose
- * windows have all closed by `watermark`, or after a compaction every older
- * chunk.  Returns the entries the deleted chunks held.
+ * The collected chunks into a checkpoint's package; after them the chunks
+ * whose windows have all closed by `watermark` go, or after a compaction
+ * every older chunk.  The bytes the closed chunks held come back with the
+ * commit: weir_window_chunks_deleted.
  */
-int64
-weir_window_chunks_write(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
-						 int32 pipeline_id, TimestampTz watermark)
+void
+weir_window_chunks_package(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
+						   WeirPackage *pkg, TimestampTz watermark)
 {
-	return weir_catalog_replace_chunks(pipeline_id, 0, cb->chunks, cb->bytes, cb->compacted,
-									   watermark, &wc->next_chunk, &wc->chunk_bytes);
+	weir_package_add_chunks(pkg, 0, cb->chunks, cb->compacted, watermark, &wc->next_chunk);
+	wc->chunk_bytes = (cb->compacted ? 0 : wc->chunk_bytes) + cb->bytes;
+}
+
+/* A committed checkpoint deleted closed chunks of `bytes` of data. */
+void
+weir_window_chunks_deleted(WeirWindowChunks *wc, int64 bytes)
+{
+	wc->chunk_bytes -= bytes;
 }
 
 /* Restore ---------------------------------------------------------------- */

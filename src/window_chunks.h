@@ -43,6 +43,8 @@ typedef void (*WeirWindowRestoreCallback) (void *arg, const char *key, uint32 ke
 										   bool fired, const char *state,
 										   uint32 statelen);
 
+struct WeirPackage;				/* checkpoint_package.h */
+
 extern bool weir_window_chunks_compact_due(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
 										   int64 live_bytes);
 extern void weir_window_chunks_begin(WeirWindowChunkBuilder *cb, int64 lateness,
@@ -54,8 +56,9 @@ extern void weir_window_chunks_add_gone(WeirWindowChunkBuilder *cb, const char *
 										uint32 keylen, TimestampTz start,
 										TimestampTz end);
 extern void weir_window_chunks_finish(WeirWindowChunkBuilder *cb);
-extern int64 weir_window_chunks_write(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
-									  int32 pipeline_id, TimestampTz watermark);
+extern void weir_window_chunks_package(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
+									   struct WeirPackage *pkg, TimestampTz watermark);
+extern void weir_window_chunks_deleted(WeirWindowChunks *wc, int64 bytes);
 extern int64 weir_window_chunks_restore(WeirWindowChunks *wc, int32 pipeline_id,
 										TimestampTz watermark, int64 lateness,
 										WeirWindowRestoreCallback cb, void *arg,

@@ -51,6 +51,7 @@
 
 #include "aggregate.h"
 #include "catalog_pipeline.h"
+#include "checkpoint_writer.h"
 #include "clock.h"
 #include "definition.h"
 #include "partition.h"
@@ -83,6 +84,7 @@ worker_detach(int code, Datum arg)
 	ConditionVariableBroadcast(&slot->checkpoint_cv);
 	/* give the slot back: a pipeline without a worker needs none */
 	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
+	slot->has_writer = false;
 	SpinLockAcquire(&slot->mutex);
 	if (slot->pid == 0)
 		slot->dboid = InvalidOid;
@@ -801,6 +803,30 @@ pending_sink_rows(WeirWorker *w)
 	return w->fired_since;
 }
 
+/*
+ * Whether the checkpoint writer still writes the last checkpoint; what a
+ * committed one tells the worker is taken in here.
+ */
+static bool
+writer_busy(WeirWorker *w)
+{
+	WeirCheckpointResult res;
+
+	if (w->writer == NULL)
+		return false;
+	switch (weir_writer_poll(w->writer, &res))
+	{
+		case WEIR_WRITER_IDLE:
+			return false;
+		case WEIR_WRITER_COMMITTED:
+			weir_checkpoint_committed(w, &res);
+			return false;
+		case WEIR_WRITER_BUSY:
+			break;
+	}
+	return true;
+}
+
 static void
 run(WeirWorker *w)
 {
@@ -814,6 +840,7 @@ run(WeirWorker *w)
 		int64		tickets;
 		bool		caught_up;
 		bool		checkpoint;
+		bool		in_flight;
 		TimestampTz checkpoint_started = 0;
 
 		CHECK_FOR_INTERRUPTS();
@@ -823,6 +850,11 @@ run(WeirWorker *w)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
+		/* a commit or a failure of the writer is taken in first */
+		in_flight = writer_busy(w);
+		/* a pipeline without a worker needs the writer's slot more */
+		if (w->writer && !in_flight && weir_writer_should_yield())
+			weir_writer_stop(w);
 		/* tickets taken before this round's bounds are covered by it */
 		tickets = checkpoint_tickets(w);
 		now = weir_clock_now();
@@ -879,11 +911,27 @@ run(WeirWorker *w)
 			(w->changed && w->store->root->bytes > w->row.max_state_memory / 2 &&
 			 held_entries(w) > 0) ||
 			(w->changed && pending_sink_rows(w) * w->sink_row_us >= w->checkpoint_interval / 2);
+		/* one checkpoint in flight: the next waits for the writer, reading on */
+		if (checkpoint && in_flight)
+			checkpoint = false;
 		if (checkpoint)
 		{
+			WeirPackage pkg;
+
 			pgstat_report_activity(STATE_RUNNING, "weir: checkpoint");
 			checkpoint_started = weir_clock_now();
-			weir_checkpoint_write(w, Min(w->next_checkpoint, now));
+			weir_checkpoint_collect(w, Min(w->next_checkpoint, now),
+									caught_up ? tickets : served, &pkg);
+			if (w->writer)
+				weir_writer_send(w->writer, &pkg);
+			else
+			{
+				WeirCheckpointResult res;
+
+				(void) weir_checkpoint_execute(w, pkg.buf.data, pkg.buf.len, &res);
+				weir_checkpoint_committed(w, &res);
+			}
+			pfree(pkg.buf.data);
 		}
 		end_round();
 		if (checkpoint)
@@ -917,12 +965,15 @@ run(WeirWorker *w)
 			if (caught_up)
 				served = tickets;
 			publish(w, lag);	/* what waiters read next is this round's */
-			SpinLockAcquire(&w->slot->mutex);
-			w->slot->checkpoint_id = w->checkpoint_id;
-			w->slot->checkpoint_at = GetCurrentTimestamp();
-			w->slot->checkpoint_served = served;
-			SpinLockRelease(&w->slot->mutex);
-			ConditionVariableBroadcast(&w->slot->checkpoint_cv);
+			if (w->writer == NULL)
+			{
+				SpinLockAcquire(&w->slot->mutex);
+				w->slot->checkpoint_id = w->checkpoint_id;
+				w->slot->checkpoint_at = GetCurrentTimestamp();
+				w->slot->checkpoint_served = served;
+				SpinLockRelease(&w->slot->mutex);
+				ConditionVariableBroadcast(&w->slot->checkpoint_cv);
+			}
 		}
 		/*
 		 * As Flink's: the interval runs from the start of one checkpoint to
@@ -944,7 +995,8 @@ run(WeirWorker *w)
 		publish(w, lag);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
-		if (got == 0 && checkpoint_tickets(w) == served)
+		/* idle; or a checkpoint asked for waits for the one in flight */
+		if (got == 0 && (checkpoint_tickets(w) == served || in_flight))
 		{
 			long		wait_ms = (w->next_checkpoint - weir_clock_now()) / 1000;
 
@@ -1049,6 +1101,7 @@ weir_worker_main(Datum main_arg)
 	Oid			dboid;
 	WeirPipelineSlot *slot;
 	ErrorContextCallback errcallback;
+	int			pipelines;
 
 	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -1091,7 +1144,15 @@ weir_worker_main(Datum main_arg)
 		errcallback.previous = error_context_stack;
 		error_context_stack = &errcallback;
 
+		/* an earlier worker's writer may still be committing */
+		begin_round();
+		weir_writer_wait_for_predecessor(id);
+		end_round();
 		weir_checkpoint_restore(worker);
+		begin_round();
+		pipelines = list_length(weir_catalog_enabled_pipelines());
+		end_round();
+		worker->writer = weir_writer_start(worker, pipelines);
 		/* a restore may owe deletions of expired keys' rows (keyed.c) */
 		if (worker->last_value && worker->last_value->keys->removed != NIL)
 			worker->changed = true;

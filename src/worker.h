@@ -132,7 +132,9 @@ typedef struct WeirWorker
 	MemoryContext batch_cxt;	/* reset after each batch */
 
 	/* checkpointing */
-	int64		checkpoint_id;	/* last committed */
+	int64		checkpoint_id;	/* last collected (committed, or being written) */
+	struct WeirWriterLink *writer;	/* the checkpoint writer; NULL: the worker
+									 * writes its checkpoints itself */
 	TimestampTz next_checkpoint;
 	int64		records_since;	/* records in since the last checkpoint */
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
@@ -149,11 +151,29 @@ typedef struct WeirWorker
 	WeirWindowChunks window_chunks; /* windows: their checkpoint chunks */
 } WeirWorker;
 
+/* Chunk spaces of a pipeline's state: a join's two sides */
+#define WEIR_CHECKPOINT_SPACES 2
+
+/* What a worker learns from a committed checkpoint */
+typedef struct WeirCheckpointResult
+{
+	int64		checkpoint_id;
+	int64		served;			/* weir.checkpoint() tickets answered */
+	int64		sink_rows;
+	double		write_us;		/* from the end of the sync phase to the commit */
+	int64		deleted_bytes[WEIR_CHECKPOINT_SPACES];	/* chunks that expired */
+} WeirCheckpointResult;
+
 extern PGDLLEXPORT void weir_worker_main(Datum main_arg);
 
 /* checkpoint.c */
+struct WeirPackage;
 extern void weir_checkpoint_restore(WeirWorker *w);
-extern void weir_checkpoint_write(WeirWorker *w, TimestampTz due);
+extern void weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served,
+									struct WeirPackage *pkg);
+extern bool weir_checkpoint_execute(WeirWorker *w, const char *data, Size len,
+									WeirCheckpointResult *res);
+extern void weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res);
 extern void weir_checkpoint_decode_key(WeirPlan *plan, const char *image,
 									   Datum *values);
 
