@@ -285,28 +285,35 @@ sub plan_crashes
 }
 
 # Installed in the server for the kills in a checkpoint: wait (up to 10 s)
-# until the worker with this PID is in a checkpoint, then write the id of
-# the pipeline's last committed checkpoint (read before seeing it there)
-# to a file and kill -9 the worker.  Killing from here takes a millisecond
-# or two, so the kill lands inside the checkpoint as a rule.  Returns
-# false if it never saw the worker in a checkpoint.  The program reads
-# all COPY writes (exec cat, after the kill): a program that exits with
-# its stdin unread can fail COPY with "could not close pipe to external
-# command: Broken pipe", an ERROR in the log.
+# until the pipeline is in a checkpoint, its worker collecting it (sync) or
+# its checkpoint writer writing it (async), then write the id of the
+# pipeline's last committed checkpoint (read before seeing it there) and
+# the PID of that process to a file and kill -9 the process.  Killing from
+# here takes a millisecond or two, so the kill lands inside the checkpoint
+# as a rule.  Returns false if it never saw a checkpoint.  The program
+# reads all COPY writes (exec cat, after the kill): a program that exits
+# with its stdin unread can fail COPY with "could not close pipe to
+# external command: Broken pipe", an ERROR in the log.
 my $kill_in_checkpoint_sql = q{
 CREATE FUNCTION kill_in_checkpoint(pipeline text, worker integer, file text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
 	last bigint;
+	victim integer;
 BEGIN
 	FOR i IN 1..10000 LOOP
 		SELECT coalesce(max(c.id), 0) INTO last
 		  FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
 		 WHERE p.name = pipeline;
 		PERFORM pg_stat_clear_snapshot();
-		IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = worker AND query = 'weir: checkpoint') THEN
-			EXECUTE format('COPY (SELECT %s) TO %L', last, file);
-			EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'kill -9 ' || worker || '; exec cat >/dev/null');
+		SELECT pid INTO victim FROM pg_stat_activity
+		 WHERE (pid = worker AND query = 'weir: checkpoint')
+			OR (backend_type = 'weir checkpoint writer'
+				AND query = 'weir: writing a checkpoint of pipeline ' || pipeline)
+		 LIMIT 1;
+		IF victim IS NOT NULL THEN
+			EXECUTE format('COPY (SELECT %s || '' '' || %s) TO %L', last, victim, file);
+			EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'kill -9 ' || victim || '; exec cat >/dev/null');
 			RETURN true;
 		END IF;
 		PERFORM pg_sleep(0.001);
@@ -316,8 +323,9 @@ END
 $$;
 };
 
-# Kill -9 a pipeline's worker as soon as it is in a checkpoint (or at
-# once, with a failed check, if it is not seen in one within 10 s).
+# Kill -9 a pipeline's worker or its checkpoint writer as soon as one is in
+# a checkpoint (or the worker at once, with a failed check, if neither is
+# seen in one within 10 s).  Returns the PID killed.
 sub kill_in_checkpoint
 {
 	my ($node, $pipeline, $pid, $last_file) = @_;
@@ -326,9 +334,15 @@ sub kill_in_checkpoint
 	  $node->psql('postgres', "SELECT kill_in_checkpoint('$pipeline', $pid, '$last_file')");
 	# the kill ends this session too, with the server's crash
 	my $seen = !($ret == 0 && $killed eq 'f');
-	ok($seen, "the worker of pipeline $pipeline was seen in a checkpoint within 10 s");
+	ok($seen, "pipeline $pipeline was seen in a checkpoint within 10 s");
 	kill 'KILL', $pid unless $seen;
-	return;
+	if ($seen && -e $last_file)
+	{
+		my (undef, $victim) = split / /, slurp_file($last_file);
+		chomp $victim;
+		return $victim;
+	}
+	return $pid;
 }
 
 # After a kill in a checkpoint and the restore: whether the pipeline
@@ -337,7 +351,7 @@ sub kill_in_checkpoint
 sub checkpoint_interrupted
 {
 	my ($node, $pipeline, $last_file) = @_;
-	my $last = -e $last_file ? slurp_file($last_file) : '';
+	my ($last) = -e $last_file ? split(/ /, slurp_file($last_file)) : ('');
 	chomp $last;
 	my $restored = $node->safe_psql(
 		'postgres', qq{
@@ -435,7 +449,9 @@ sub produce_with_crashes
 				}
 				else
 				{
-					kill_in_checkpoint($node, $pipeline, $pid, $last_file);
+					my $victim = kill_in_checkpoint($node, $pipeline, $pid, $last_file);
+					$who = "the checkpoint writer of pipeline $pipeline" if $victim != $pid;
+					$pid = $victim;
 					$in_checkpoint = $pipeline;
 				}
 				push @{ $r{killed} }, $pid;
@@ -634,8 +650,8 @@ sub check_crash_log
 	  or diag join("\n", @killed);
 	for my $pid (@worker_pids)
 	{
-		ok(scalar(grep { /weir worker.*\(PID $pid\) was terminated by signal 9/ } @killed),
-			"the log names the killed weir worker $pid");
+		ok(scalar(grep { /weir (worker|checkpoint writer).*\(PID $pid\) was terminated by signal 9/ } @killed),
+			"the log names the killed weir process $pid");
 	}
 	none_of('no other process died abnormally', grep { !/terminated by signal 9/ } @signals);
 	none_of('no ERROR in the server log', grep { /\bERROR:/ } @log);

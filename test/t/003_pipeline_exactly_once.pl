@@ -47,7 +47,7 @@ my $deadline  = 300;    # seconds for the produce phase, crashes included
 my $rate = bench_rate($target, 1000.0, $seconds);
 
 my $t_start = time;
-my $node    = start_weir_node('pipeline_exactly_once', crash_test_conf(20));
+my $node    = start_weir_node('pipeline_exactly_once', crash_test_conf(40));
 
 my $aggregates = 'count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi';
 my $origin     = q{timestamptz '1970-01-01 00:00:00+00'};
@@ -112,8 +112,10 @@ SELECT floor(random() * $keys)::int,
 });
 
 # Four crashes at random moments of the run, placed by progress: three
-# kill -9 of a pipeline worker and one immediate stop, in random order.
-my @plan = plan_crashes($seed, $target, 0.10, 0.20, 0.15, 'kill', 'kill', 'kill', 'immediate');
+# kill -9 of a pipeline worker (one as soon as its pipeline is in a
+# checkpoint: the worker collecting it or its checkpoint writer writing it)
+# and one immediate stop, in random order.
+my @plan = plan_crashes($seed, $target, 0.10, 0.20, 0.15, 'kill', 'kill', 'kill in checkpoint', 'immediate');
 my $run = produce_with_crashes(
 	node      => $node,
 	benches   => [ [ 'producer', $producer_script, $producers, '-R', $rate ] ],

@@ -27,7 +27,7 @@ use WeirBench;
 
 my $node = start_weir_node('pipeline_memory_limit',
 	'weir.launcher_naptime' => 100,
-	max_worker_processes    => 16);
+	max_worker_processes    => 40);
 
 my $origin = q{timestamptz '1970-01-01 00:00:00+00'};
 my $base   = q{timestamptz '2024-01-01 00:00:00+00'};

@@ -69,7 +69,7 @@ my $origin    = q{timestamptz '1970-01-01 00:00:00+00'};
 my $rate = bench_rate($target, 1100.0, $seconds);
 
 my $t_start = time;
-my $node    = start_weir_node('dedup_exactly_once', crash_test_conf(20));
+my $node    = start_weir_node('dedup_exactly_once', crash_test_conf(40));
 
 $node->safe_psql(
 	'postgres', qq{

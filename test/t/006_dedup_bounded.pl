@@ -89,7 +89,7 @@ my $t_start = time;
 my $node    = start_weir_node(
 	'dedup_bounded',
 	'weir.launcher_naptime' => 100,
-	max_worker_processes    => 16,
+	max_worker_processes    => 40,
 	max_wal_size            => "'4GB'",
 	log_statement           => 'none');
 

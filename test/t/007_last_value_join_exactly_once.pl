@@ -83,7 +83,7 @@ my $base      = q{timestamptz '2024-01-01 00:00:00+00'};
 my $rate = bench_rate($target, 960.0, $seconds);
 
 my $t_start = time;
-my $node    = start_weir_node('last_value_join_exactly_once', crash_test_conf(20));
+my $node    = start_weir_node('last_value_join_exactly_once', crash_test_conf(40));
 
 $node->safe_psql(
 	'postgres', qq{
