@@ -419,12 +419,14 @@ operator_figures() {
 # time_share against bench_state's secs of KIND), printed as PREFIXFIELD;
 # FIELDs from count per_run max_ms p50_ms max_gap_ms max_start_delay_ms
 # max_state_rows (in ROWS_UNIT) max_bytes sink_rows_per_run chunk_bytes_per
-# (named chunk_bytes_per_CHUNK_PER) time_share async_share.  Nothing when
+# (named chunk_bytes_per_CHUNK_PER) time_share async_share max_sync_ms (the
+# longest the worker stopped reading for one: with a checkpoint writer the
+# async part runs beside the reading).  Nothing when
 # KIND took no checkpoint.
 checkpoint_figures() {
 	local kind=$1 prefix=$2 rows_unit=$3 chunk_per=$4 field
 	local -a vals names=(count per_run max_ms p50_ms max_gap_ms max_start_delay_ms max_state_rows
-		max_bytes sink_rows_per_run chunk_bytes_per time_share async_share)
+		max_bytes sink_rows_per_run chunk_bytes_per time_share async_share max_sync_ms)
 	local -A v=()
 	local i
 	shift 4
@@ -436,7 +438,8 @@ checkpoint_figures() {
 				   round(sum(sink_rows)::numeric / nullif(count(DISTINCT run), 0)),
 				   round(sum(bytes)::numeric / nullif(sum(state_rows), 0), 1),
 				   round((sum(sync_ms + async_ms) / (SELECT sum(secs) * 1000 FROM bench_state s WHERE s.kind = '$kind'))::numeric, 3),
-				   round((sum(async_ms) / nullif(sum(sync_ms + async_ms), 0))::numeric, 3)
+				   round((sum(async_ms) / nullif(sum(sync_ms + async_ms), 0))::numeric, 3),
+				   round(max(sync_ms)::numeric, 1)
 			  FROM (SELECT *, extract(epoch FROM committed_at - lag(committed_at, 1, worker_start)
 					  OVER (PARTITION BY run ORDER BY id)) * 1000 AS gap_ms
 					  FROM bench_ckpt WHERE kind = '$kind') c")"
@@ -458,7 +461,7 @@ checkpoint_figures() {
 }
 
 # the checkpoint figures of a bench with one weir kind
-CHECKPOINT_FIGURES=(count per_run max_ms p50_ms max_start_delay_ms max_state_rows max_bytes
+CHECKPOINT_FIGURES=(count per_run max_ms p50_ms max_sync_ms max_start_delay_ms max_state_rows max_bytes
 	sink_rows_per_run chunk_bytes_per time_share async_share)
 
 # restore_figures PREFIX WINDOWS_NAME UNIT: the restore of the final state

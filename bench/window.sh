@@ -13,7 +13,10 @@
 #       consuming the whole backlog, from weir.start() until
 #       weir.checkpoint() returns (every row processed, its results in the
 #       sink and checkpointed): tumbling 1 minute, hopping 5 minutes every
-#       minute, session with a 30 s gap.  One pipeline at a time;
+#       minute, session with a 30 s gap.  One pipeline at a time.  And
+#       tumbling_inline: the tumbling pipeline with weir.checkpoint_writer
+#       off, its worker writing its checkpoints itself (what the checkpoint
+#       writer, a second process, gains);
 #   (b) plain SQL: micro-batches of 100,000 positions per partition, each
 #       one INSERT ... SELECT ... GROUP BY ... ON CONFLICT DO UPDATE into a
 #       sink table with PRIMARY KEY (k, window_start), all batches in one
@@ -54,7 +57,7 @@ RUNS="${RUNS:-3}"
 KEYS="${KEYS:-10000}"
 TIMEOUT="${TIMEOUT:-600}"
 BATCH=100000		# positions per partition per statement in (b) and (c)
-KINDS=(tumbling hopping session)
+KINDS=(tumbling hopping session tumbling_inline)
 TOPICS=(ev)
 
 # Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh.
@@ -147,7 +150,7 @@ q "VACUUM ANALYZE sql_hopping" >/dev/null
 
 # --- (a) weir pipelines -----------------------------------------------------
 windowing() {
-	case "$1" in
+	case "${1%_inline}" in
 	tumbling) echo "weir.tumbling('1 minute')" ;;
 	hopping) echo "weir.hopping('5 minutes', '1 minute')" ;;
 	session) echo "weir.session('30 seconds')" ;;
@@ -163,6 +166,9 @@ oracle() {
 		return
 	fi
 	case "$1" in
+	*_inline)
+		ORACLE[$1]=$(oracle "${1%_inline}")
+		;;
 	tumbling | hopping)
 		ORACLE[$1]=$(q "SELECT count(*) || ' ' || sum(n) || ' ' || sum(total) FROM sql_$1
 						 WHERE window_end <= '$WATERMARK'")
@@ -200,6 +206,12 @@ weir_run() {
 
 	q "VACUUM weir.pipeline_chunk" >/dev/null
 	q "CHECKPOINT" >/dev/null
+	# the worker reads the setting when it starts
+	case "$kind" in
+	*_inline) q "ALTER SYSTEM SET weir.checkpoint_writer = off" >/dev/null ;;
+	*) q "ALTER SYSTEM RESET weir.checkpoint_writer" >/dev/null ;;
+	esac
+	q "SELECT pg_reload_conf()" >/dev/null
 	created=$(q "SELECT bench_create('$name', $(windowing "$kind"))")
 	if [ "$created" != ok ]; then
 		AVAILABLE[$kind]="$created"
@@ -280,13 +292,17 @@ fi
 if valid_kind hopping; then
 	echo "ratio.hopping_vs_sql_hopping: $(ratio "${BEST[hopping]}" "${BEST[sql_hopping]}")"
 fi
+echo "# what the checkpoint writer gains: tumbling with it, and with the worker writing its own"
+if valid_kind tumbling && valid_kind tumbling_inline; then
+	echo "ratio.tumbling_vs_tumbling_inline: $(ratio "${BEST[tumbling]}" "${BEST[tumbling_inline]}")"
+fi
 echo "# shared-memory bytes per open (key, window), target <= 64 for count + sum over int8:"
 echo "#  weir.pipelines state_bytes / windows, state_bytes being weir's accounting of the pipeline's"
 echo "#  DSA area (requested sizes of the windows and their index table; no DSA size-class rounding"
 echo "#  or segment slack); at the end of a run (the index sized for the run's peak), and after"
 echo "#  restoring that state (the index sized for it)"
 q "SELECT kind || ' ' || max(windows) || ' ' || round(sum(state_bytes)::numeric / nullif(sum(windows), 0), 1)
-	 FROM bench_state GROUP BY kind ORDER BY array_position(ARRAY['tumbling', 'hopping', 'session'], kind)" |
+	 FROM bench_state GROUP BY kind ORDER BY array_position(ARRAY['tumbling', 'hopping', 'session', 'tumbling_inline'], kind)" |
 	while read -r kind windows per; do
 		echo "open_windows.$kind: $windows windows"
 		echo "bytes_per_window.$kind: ${per:-n/a} bytes"
@@ -294,12 +310,13 @@ q "SELECT kind || ' ' || max(windows) || ' ' || round(sum(state_bytes)::numeric 
 			echo "bytes_per_window.$kind.restored: $(per "${RESTORED_STATES[$kind]#* }" "${RESTORED_STATES[$kind]% *}") bytes"
 		fi
 	done
-echo "# checkpoints while consuming, all runs (interval 1 s): duration = sync_ms + async_ms;"
+echo "# checkpoints while consuming, all runs (interval 1 s): duration = sync_ms + async_ms"
+echo "#  (with a checkpoint writer only sync_ms stops the reading: max_sync_ms);"
 echo "#  gap = time between consecutive commits, the first counted from the worker's start;"
 echo "#  time_share = checkpoint durations / the measured run times (the rest is reading and aggregating)"
 for kind in "${KINDS[@]}"; do
 	checkpoint_figures "$kind" "checkpoint.$kind." rows "" \
-		count max_ms p50_ms max_gap_ms max_start_delay_ms max_state_rows max_bytes time_share
+		count max_ms p50_ms max_sync_ms max_gap_ms max_start_delay_ms max_state_rows max_bytes time_share
 done
 echo "# restore of the final state after the last run (weir.restores)"
 for kind in "${KINDS[@]}"; do
