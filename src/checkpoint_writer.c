@@ -89,7 +89,6 @@ struct WeirWriterLink
 	WriterShared *shared;
 	shm_mq_handle *mqh;
 	BackgroundWorkerHandle *handle;
-	int			pid;
 	int64		sent;			/* last checkpoint sent */
 	int64		acked;			/* last commit the worker has taken in */
 };
@@ -211,7 +210,6 @@ weir_writer_start(WeirWorker *w, int pipelines)
 		MemoryContextSwitchTo(oldcxt);
 		return NULL;
 	}
-	link->pid = pid;
 	link->mqh = shm_mq_attach(mq, link->seg, link->handle);
 	/* attached: it holds the pipeline's writer lock (see the header) */
 	if (shm_mq_wait_for_attach(link->mqh) != SHM_MQ_SUCCESS)
@@ -259,12 +257,6 @@ weir_writer_stop(WeirWorker *w)
 			 errhint("Raise max_worker_processes: a running pipeline takes two background workers, its worker and its checkpoint writer.")));
 	pfree(link);
 	w->writer = NULL;
-}
-
-int
-weir_writer_pid(WeirWriterLink *link)
-{
-	return link ? link->pid : 0;
 }
 
 /* Fail the worker with the writer's error, if it failed. */

@@ -35,6 +35,5 @@ extern void weir_writer_send(WeirWriterLink *link, WeirPackage *pkg);
 extern WeirWriterState weir_writer_poll(WeirWriterLink *link, WeirCheckpointResult *res);
 extern bool weir_writer_should_yield(void);
 extern void weir_writer_stop(WeirWorker *w);
-extern int	weir_writer_pid(WeirWriterLink *link);
 
 #endif							/* WEIR_CHECKPOINT_WRITER_H */
