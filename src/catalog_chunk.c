@@ -23,6 +23,19 @@
 
 #include "catalog.h"
 #include "catalog_chunk.h"
+#include "columns.h"
+
+/* A chunk of `entries` entry images, the bytes of buf, until expires_at. */
+WeirChunk *
+weir_chunk_make(const StringInfoData *buf, int32 entries, TimestampTz expires_at)
+{
+	WeirChunk  *c = palloc(sizeof(WeirChunk));
+
+	c->data = weir_make_bytea(buf->data, buf->len);
+	c->entries = entries;
+	c->expires_at = expires_at;
+	return c;
+}
 
 void
 weir_catalog_write_chunk(int32 id, int space, int64 chunk, TimestampTz expires_at,

@@ -14,6 +14,7 @@
 #define WEIR_CATALOG_CHUNK_H
 
 #include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 
 typedef void (*WeirChunkCallback) (void *arg, const char *data, Size len);
@@ -26,6 +27,8 @@ typedef struct WeirChunk
 	TimestampTz expires_at;		/* every entry in it expired (or closed) by then */
 } WeirChunk;
 
+extern WeirChunk *weir_chunk_make(const StringInfoData *buf, int32 entries,
+								  TimestampTz expires_at);
 extern void weir_catalog_write_chunk(int32 id, int space, int64 chunk,
 									 TimestampTz expires_at, int32 entries,
 									 bytea *data);

@@ -96,5 +96,6 @@ extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
 
 /* pipeline.c */
 extern WeirPlan *weir_pipeline_plan(WeirPipelineRow *row);
+extern void weir_pipeline_act_as_owner(WeirPipelineRow *row);
 
 #endif							/* WEIR_CATALOG_PIPELINE_H */

@@ -303,6 +303,22 @@ weir_writer_send(WeirWriterLink *link, WeirPackage *pkg)
 	link->sent = weir_package_header(pkg)->checkpoint_id;
 }
 
+/* Whether the checkpoint in flight has committed; if so, *res is its result. */
+static bool
+sent_committed(WeirWriterLink *link, WeirCheckpointResult *res)
+{
+	int64		committed;
+
+	SpinLockAcquire(&link->shared->mutex);
+	committed = link->shared->committed;
+	*res = link->shared->result;
+	SpinLockRelease(&link->shared->mutex);
+	if (committed != link->sent)
+		return false;
+	link->acked = committed;
+	return true;
+}
+
 /*
  * Whether a checkpoint is in flight; COMMITTED (once per checkpoint, with
  * *res) when the one in flight has committed.  Raises the writer's error if
@@ -311,33 +327,18 @@ weir_writer_send(WeirWriterLink *link, WeirPackage *pkg)
 WeirWriterState
 weir_writer_poll(WeirWriterLink *link, WeirCheckpointResult *res)
 {
-	int64		committed;
 	pid_t		pid;
 
 	if (link->acked == link->sent)
 		return WEIR_WRITER_IDLE;
-	SpinLockAcquire(&link->shared->mutex);
-	committed = link->shared->committed;
-	*res = link->shared->result;
-	SpinLockRelease(&link->shared->mutex);
-	if (committed == link->sent)
-	{
-		link->acked = committed;
+	if (sent_committed(link, res))
 		return WEIR_WRITER_COMMITTED;
-	}
 	check_failed(link);
 	if (GetBackgroundWorkerPid(link->handle, &pid) == BGWH_STOPPED)
 	{
 		/* it may have committed just before it stopped */
-		SpinLockAcquire(&link->shared->mutex);
-		committed = link->shared->committed;
-		*res = link->shared->result;
-		SpinLockRelease(&link->shared->mutex);
-		if (committed == link->sent)
-		{
-			link->acked = committed;
+		if (sent_committed(link, res))
 			return WEIR_WRITER_COMMITTED;
-		}
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("checkpoint writer exited with checkpoint " INT64_FORMAT " in flight",
@@ -384,10 +385,7 @@ writer_setup(int32 id)
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 	if (!weir_catalog_pipeline_by_id(id, &w->row))
 		proc_exit(0);
-	SetUserIdAndSecContext(w->row.owner,
-						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	(void) set_config_option("search_path", w->row.search_path, PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+	weir_pipeline_act_as_owner(&w->row);
 	w->plan = weir_pipeline_plan(&w->row);
 	w->slot = weir_shmem_pipeline(id, false);
 	if (w->slot == NULL)
@@ -403,18 +401,11 @@ writer_setup(int32 id)
 static void
 writer_committed(WeirCheckpointResult *res)
 {
-	WeirPipelineSlot *slot = writer->slot;
-
 	SpinLockAcquire(&writer_shared->mutex);
 	writer_shared->committed = res->checkpoint_id;
 	writer_shared->result = *res;
 	SpinLockRelease(&writer_shared->mutex);
-	SpinLockAcquire(&slot->mutex);
-	slot->checkpoint_id = res->checkpoint_id;
-	slot->checkpoint_at = GetCurrentTimestamp();
-	slot->checkpoint_served = Max(slot->checkpoint_served, res->served);
-	SpinLockRelease(&slot->mutex);
-	ConditionVariableBroadcast(&slot->checkpoint_cv);
+	weir_shmem_checkpoint_committed(writer->slot, res->checkpoint_id, res->served);
 	SetLatch(writer_shared->worker_latch);
 }
 

@@ -435,15 +435,11 @@ typedef struct ChunkBuilder
 static void
 chunk_flush(ChunkBuilder *cb)
 {
-	WeirChunk  *c;
-
 	if (cb->entries == 0)
 		return;
-	c = palloc(sizeof(WeirChunk));
-	c->data = weir_make_bytea(cb->buf.data, cb->buf.len);
-	c->entries = cb->entries;
-	c->expires_at = cb->d->retention > 0 ? cb->expires_at : DT_NOEND;
-	cb->out->chunks = lappend(cb->out->chunks, c);
+	cb->out->chunks = lappend(cb->out->chunks,
+							  weir_chunk_make(&cb->buf, cb->entries,
+											  cb->d->retention > 0 ? cb->expires_at : DT_NOEND));
 	cb->out->bytes += cb->buf.len;
 	cb->out->entries += cb->entries;
 	resetStringInfo(&cb->buf);

@@ -684,6 +684,22 @@ weir_create_join(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
 }
 
+/*
+ * From here on, this background process acts as the pipeline's owner, with
+ * the search_path the pipeline was created with: expressions are planned as
+ * at creation ("$user" resolves the same) and run, and sinks are written,
+ * with the owner's rights.  Catalog writes switch to weir's owner
+ * (catalog.c).  For the worker and its checkpoint writer alike.
+ */
+void
+weir_pipeline_act_as_owner(WeirPipelineRow *row)
+{
+	SetUserIdAndSecContext(row->owner,
+						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	(void) set_config_option("search_path", row->search_path, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+}
+
 /* The plan of a catalog row, whatever its kind (the worker's view of it). */
 WeirPlan *
 weir_pipeline_plan(WeirPipelineRow *row)

@@ -29,6 +29,7 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/timestamp.h"
 
 #include "shmem.h"
 #include "weir.h"
@@ -222,4 +223,20 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 	}
 	LWLockRelease(sh->lock);
 	return found;
+}
+
+/*
+ * A checkpoint of the pipeline committed, answering weir.checkpoint()
+ * tickets up to `served`: tell its waiters.  Called by whichever process
+ * committed it (the worker, or its checkpoint writer).
+ */
+void
+weir_shmem_checkpoint_committed(WeirPipelineSlot *slot, int64 checkpoint_id, int64 served)
+{
+	SpinLockAcquire(&slot->mutex);
+	slot->checkpoint_id = checkpoint_id;
+	slot->checkpoint_at = GetCurrentTimestamp();
+	slot->checkpoint_served = Max(slot->checkpoint_served, served);
+	SpinLockRelease(&slot->mutex);
+	ConditionVariableBroadcast(&slot->checkpoint_cv);
 }

@@ -117,5 +117,7 @@ extern WeirShmem *weir_shmem(void);
 extern WeirPartitionSlot *weir_shmem_slot(int slotno);
 extern void weir_shmem_wake_launcher(void);
 extern WeirPipelineSlot *weir_shmem_pipeline(int32 pipeline_id, bool claim);
+extern void weir_shmem_checkpoint_committed(WeirPipelineSlot *slot, int64 checkpoint_id,
+											int64 served);
 
 #endif							/* WEIR_SHMEM_H */

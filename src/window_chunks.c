@@ -73,15 +73,9 @@ weir_window_chunks_begin(WeirWindowChunkBuilder *cb, int64 lateness, bool compac
 static void
 flush(WeirWindowChunkBuilder *cb)
 {
-	WeirChunk  *c;
-
 	if (cb->entries == 0)
 		return;
-	c = palloc(sizeof(WeirChunk));
-	c->data = weir_make_bytea(cb->buf.data, cb->buf.len);
-	c->entries = cb->entries;
-	c->expires_at = cb->expires_at;
-	cb->chunks = lappend(cb->chunks, c);
+	cb->chunks = lappend(cb->chunks, weir_chunk_make(&cb->buf, cb->entries, cb->expires_at));
 	cb->bytes += cb->buf.len;
 	cb->total_entries += cb->entries;
 	resetStringInfo(&cb->buf);

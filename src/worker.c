@@ -965,15 +965,8 @@ run(WeirWorker *w)
 			if (caught_up)
 				served = tickets;
 			publish(w, lag);	/* what waiters read next is this round's */
-			if (w->writer == NULL)
-			{
-				SpinLockAcquire(&w->slot->mutex);
-				w->slot->checkpoint_id = w->checkpoint_id;
-				w->slot->checkpoint_at = GetCurrentTimestamp();
-				w->slot->checkpoint_served = served;
-				SpinLockRelease(&w->slot->mutex);
-				ConditionVariableBroadcast(&w->slot->checkpoint_cv);
-			}
+			if (w->writer == NULL)	/* a writer says so when it commits */
+				weir_shmem_checkpoint_committed(w->slot, w->checkpoint_id, served);
 		}
 		/*
 		 * As Flink's: the interval runs from the start of one checkpoint to
@@ -1030,15 +1023,7 @@ setup(int32 id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("owner of pipeline \"%s\" may no longer read its source", w->row.name)));
-	/*
-	 * From here on the pipeline's owner acts: expressions are planned as at
-	 * creation (search_path and "$user" resolve the same), and run with the
-	 * owner's rights.  Catalog writes switch to weir's owner (catalog.c).
-	 */
-	SetUserIdAndSecContext(w->row.owner,
-						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	(void) set_config_option("search_path", w->row.search_path, PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+	weir_pipeline_act_as_owner(&w->row);
 	w->plan = weir_pipeline_plan(&w->row);
 	/* the sources: a join's left and right, every other kind's one */
 	w->nsides = w->plan->op == WEIR_OP_JOIN ? 2 : 1;
