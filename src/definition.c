@@ -311,6 +311,7 @@ agg_state_size(WeirAggKind kind)
 		case WEIR_AGG_COUNT:
 			return 8;
 		case WEIR_AGG_SUM_INT:
+			return 16;
 		case WEIR_AGG_AVG_INT:
 			return 24;
 		case WEIR_AGG_GENERIC:
