@@ -524,6 +524,69 @@ SELECT windows FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
  WHERE p.name = 'sesu' ORDER BY restored_at DESC LIMIT 1;
 
 ------------------------------------------------------------------------------
+-- Long keys: a window keeps the length of a key image under 255 bytes in its
+-- header and a longer one's before the key (a text key's image is 4 bytes of
+-- length and the text, so lengths 250 and 251 fall on either side); and a
+-- sum with no non-null input is NULL, as SQL's.  A restart restores them.
+------------------------------------------------------------------------------
+SELECT weir.create_topic('long_src', 'k text, t timestamptz, v bigint');
+SELECT weir.create_pipeline('long_tum', 'long_src', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'),
+                            aggregates => 'count(*) AS n, sum(v) AS total, avg(v) AS mean',
+                            checkpoint_interval => '1 hour') > 0 AS created;
+SELECT weir.create_pipeline('long_ses', 'long_src', key => 'k', event_time => 't',
+                            windowing => weir.session('1 minute'),
+                            aggregates => 'count(*) AS n, sum(v) AS total',
+                            checkpoint_interval => '1 hour') > 0 AS created;
+CREATE VIEW long_tum_oracle AS
+	SELECT k, date_bin('1 minute', t, '1970-01-01') AS window_start,
+	       date_bin('1 minute', t, '1970-01-01') + interval '1 minute' AS window_end,
+	       count(*) AS n, sum(v) AS total, avg(v) AS mean
+	  FROM long_src GROUP BY 1, 2, 3;
+-- records 20 seconds apart: one session per key
+CREATE VIEW long_ses_oracle AS
+	SELECT k, min(t) AS window_start, max(t) + interval '1 minute' AS window_end,
+	       count(*) AS n, sum(v) AS total
+	  FROM long_src GROUP BY k;
+-- watermark 00:01:40: [00:00, 00:01) closes, the sessions stay open
+INSERT INTO long_src (k, t, v)
+	SELECT repeat(chr(96 + i::int), len), timestamptz '2024-01-01 00:00:00+00' + s * interval '20 seconds',
+	       CASE WHEN len = 250 THEN NULL ELSE -len * s END
+	  FROM unnest(ARRAY[1, 250, 251, 252, 1000, 5000]) WITH ORDINALITY AS l(len, i),
+	       generate_series(0, 5) AS s;
+SELECT weir.checkpoint('long_tum') > 0 AS checkpointed, weir.checkpoint('long_ses') > 0 AS checkpointed;
+SELECT length(k), window_start, n, total, mean FROM long_tum ORDER BY 1, 2;
+SELECT * FROM oracle_diff('long_tum', $$
+	SELECT * FROM long_tum_oracle WHERE window_end <= checkpoint_watermark('long_tum') $$);
+SELECT length(key), window_start, window_end, aggregates FROM weir.live_state('long_tum') ORDER BY 1, 2;
+SELECT length(key), window_start, window_end, aggregates FROM weir.live_state('long_ses') ORDER BY 1, 2;
+SELECT weir.stop('long_tum'), weir.stop('long_ses');
+DO $$
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXIT WHEN NOT EXISTS (SELECT FROM weir.pipelines
+							   WHERE name IN ('long_tum', 'long_ses') AND worker_pid IS NOT NULL);
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+SELECT weir.start('long_tum'), weir.start('long_ses');
+-- after the restore, records of the open windows find them; the watermark
+-- then passes every window and session of those keys
+INSERT INTO long_src (k, t, v)
+	SELECT repeat(chr(96 + i::int), len), timestamptz '2024-01-01 00:01:50+00', len
+	  FROM unnest(ARRAY[1, 250, 251, 252, 1000, 5000]) WITH ORDINALITY AS l(len, i);
+INSERT INTO long_src (k, t, v) VALUES ('z', '2024-01-01 00:05:00+00', 1);
+SELECT weir.checkpoint('long_tum') > 0 AS checkpointed, weir.checkpoint('long_ses') > 0 AS checkpointed;
+SELECT DISTINCT ON (p.name) p.name, windows FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
+ WHERE p.name IN ('long_tum', 'long_ses') ORDER BY p.name, restored_at DESC;
+SELECT length(k), window_start, n, total, mean FROM long_tum ORDER BY 1, 2;
+SELECT length(k), window_start, window_end, n, total FROM long_ses ORDER BY 1, 2;
+SELECT * FROM oracle_diff('long_tum', $$
+	SELECT * FROM long_tum_oracle WHERE window_end <= checkpoint_watermark('long_tum') $$);
+SELECT * FROM oracle_diff('long_ses', $$
+	SELECT * FROM long_ses_oracle WHERE window_end <= checkpoint_watermark('long_ses') $$);
+
+------------------------------------------------------------------------------
 -- Clean up: dropping a pipeline drops its catalog rows, and its worker exits
 ------------------------------------------------------------------------------
 SELECT weir.drop_pipeline(name) FROM weir.pipeline ORDER BY name;
@@ -542,14 +605,14 @@ SELECT (SELECT count(*) FROM weir.pipeline) AS pipelines,
        (SELECT count(*) FROM weir.checkpoints) AS checkpoints,
        (SELECT count(*) FROM weir.restores) AS restores,
        (SELECT count(*) FROM weir.dead_letters) AS dead_letters;
-DROP VIEW tum_oracle, hop_oracle, ses_oracle;
-DROP TABLE tum, hop, filt, late, late_rows, upd, two, fail, ses, ses_late, sesu;
+DROP VIEW tum_oracle, hop_oracle, ses_oracle, long_tum_oracle, long_ses_oracle;
+DROP TABLE tum, hop, filt, late, late_rows, upd, two, fail, ses, ses_late, sesu, long_tum, long_ses;
 DROP SCHEMA runner CASCADE;
 REVOKE SELECT ON dl_src FROM weir_runner;
 DROP ROLE weir_runner;
 DROP ROLE weir_nobody;
 SELECT weir.drop_topic(t)
   FROM unnest(ARRAY['tum_src', 'hop_src', 'filt_src', 'late_src', 'upd_src', 'two_src', 'dl_src',
-                    'fail_src', 'rls_src', 'ses_src', 'sesu_src']::regclass[]) AS t;
+                    'fail_src', 'rls_src', 'ses_src', 'sesu_src', 'long_src']::regclass[]) AS t;
 DROP FUNCTION oracle_diff(regclass, text);
 DROP FUNCTION checkpoint_watermark(text);

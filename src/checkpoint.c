@@ -273,12 +273,12 @@ add_window_image(WeirWorker *w, WeirWindowChunkBuilder *cb, WeirWindow *win)
 	WeirStoreRoot *root = w->store->root;
 	bytea	   *image = weir_agg_states_image(w->plan, weir_window_states(root, win));
 
-	weir_window_chunks_add(cb, win->data, win->keylen, win->start,
+	weir_window_chunks_add(cb, weir_window_key(win), weir_window_keylen(win), win->start,
 						   weir_window_end(root, w->plan, win),
-						   (win->flags & WEIR_WINDOW_FIRED) != 0,
+						   (weir_window_flags(win) & WEIR_WINDOW_FIRED) != 0,
 						   VARDATA(image), VARSIZE(image) - VARHDRSZ);
 	pfree(image);
-	win->flags |= WEIR_WINDOW_PERSISTED;
+	weir_window_set_flags(win, WEIR_WINDOW_PERSISTED);
 }
 
 /* Sink rows into the package, when there are any. */
@@ -350,19 +350,19 @@ window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 		TimestampTz end = weir_window_end(root, plan, win);
 		char	   *states = weir_window_states(root, win);
 
-		if (win->flags & WEIR_WINDOW_SINK_DIRTY)
+		if (weir_window_flags(win) & WEIR_WINDOW_SINK_DIRTY)
 		{
-			sink_rows_add((win->flags & WEIR_WINDOW_EMITTED) ? &sink : &fresh,
-						  win->data, win->start, end, states, NULL, NULL);
-			win->flags &= ~WEIR_WINDOW_SINK_DIRTY;
-			win->flags |= WEIR_WINDOW_EMITTED;
+			sink_rows_add((weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? &sink : &fresh,
+						  weir_window_key(win), win->start, end, states, NULL, NULL);
+			weir_window_clear_flags(win, WEIR_WINDOW_SINK_DIRTY);
+			weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
 		}
 		/* what its image would take (generic states: their fixed part) */
-		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + win->keylen + plan->state_size;
-		if (win->flags & WEIR_WINDOW_DIRTY)
+		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + weir_window_keylen(win) + plan->state_size;
+		if (weir_window_flags(win) & WEIR_WINDOW_DIRTY)
 		{
 			add_window_image(w, &chunks, win);
-			win->flags &= ~WEIR_WINDOW_DIRTY;
+			weir_window_clear_flags(win, WEIR_WINDOW_DIRTY);
 		}
 	}
 	/*
@@ -443,18 +443,18 @@ last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 	{
 		WeirWindow *win = weir_window_at(w->store, lv->pending_entry[r]);
 		WeirKeyedState *s = weir_keyed_state(lv->keys, lv->pending_entry[r]);
-		SinkRows   *rows = (win->flags & WEIR_WINDOW_EMITTED) ? &changed : &fresh;
+		SinkRows   *rows = (weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? &changed : &fresh;
 
 		s->pending = -1;
-		weir_checkpoint_decode_key(plan, win->data, keyvals);
+		weir_checkpoint_decode_key(plan, weir_window_key(win), keyvals);
 		if (lv->ttl > 0 && !TIMESTAMP_NOT_FINITE(w->watermark) &&
 			s->t + lv->ttl <= w->watermark)
 		{
 			/* expired already: its row goes (if it was written), not comes */
-			if (win->flags & WEIR_WINDOW_EMITTED)
+			if (weir_window_flags(win) & WEIR_WINDOW_EMITTED)
 				for (int i = 0; i < plan->nkeys; i++)
 					weir_column_add(&gone[i], keyvals[i], false);
-			win->flags &= ~WEIR_WINDOW_EMITTED;
+			weir_window_clear_flags(win, WEIR_WINDOW_EMITTED);
 			continue;
 		}
 		for (int i = 0; i < plan->nkeys; i++)
@@ -462,7 +462,7 @@ last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 		for (int i = 0; i < ncols; i++)
 			weir_column_add(&rows->cols[plan->nkeys + i], lv->pending_values[r * ncols + i],
 							lv->pending_nulls[r * ncols + i]);
-		win->flags |= WEIR_WINDOW_EMITTED;
+		weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
 	}
 	weir_keyed_collect(lv->keys, w->watermark, &collected);
 	LWLockRelease(&w->slot->lock);
@@ -772,9 +772,9 @@ restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
 	 * emits updates (written at an earlier checkpoint); otherwise its first
 	 * row is still to come, as an INSERT (which a topic sink needs).
 	 */
-	win->flags = WEIR_WINDOW_PERSISTED |
-		(fired ? WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED : 0) |
-		(w->emit_updates ? WEIR_WINDOW_EMITTED : 0);
+	weir_window_reset_flags(win, WEIR_WINDOW_PERSISTED |
+							(fired ? WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED : 0) |
+							(w->emit_updates ? WEIR_WINDOW_EMITTED : 0));
 }
 
 /*

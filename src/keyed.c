@@ -83,7 +83,7 @@ state_of(WeirKeyed *k, WeirWindow *w)
 static inline int64
 entry_image_bytes(WeirKeyed *k, WeirWindow *w)
 {
-	return sizeof(uint32) + w->keylen + k->state_size;
+	return sizeof(uint32) + weir_window_keylen(w) + k->state_size;
 }
 
 /* Whether state a is newer than b: later t, then partition, then position. */
@@ -124,7 +124,7 @@ link_expiry(WeirKeyed *k, dsa_pointer dp, TimestampTz due)
 			b->head = InvalidDsaPointer;
 		k->last_bucket = b;
 	}
-	weir_window_at(k->store, dp)->next = b->head;
+	weir_window_set_next(weir_window_at(k->store, dp), b->head);
 	b->head = dp;
 }
 
@@ -218,7 +218,7 @@ remove_entry(WeirKeyed *k, dsa_pointer dp)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
 
-		k->removed = lappend(k->removed, weir_make_bytea(w->data, w->keylen));
+		k->removed = lappend(k->removed, weir_make_bytea(weir_window_key(w), weir_window_keylen(w)));
 		MemoryContextSwitchTo(oldcxt);
 	}
 	k->live_bytes -= entry_image_bytes(k, w);
@@ -231,9 +231,9 @@ weir_keyed_touch(WeirKeyed *k, dsa_pointer dp)
 {
 	WeirWindow *w = weir_window_at(k->store, dp);
 
-	if (w->flags & WEIR_WINDOW_DIRTY)
+	if (weir_window_flags(w) & WEIR_WINDOW_DIRTY)
 		return false;
-	w->flags |= WEIR_WINDOW_DIRTY;
+	weir_window_set_flags(w, WEIR_WINDOW_DIRTY);
 	push_dirty(k, dp);
 	return true;
 }
@@ -272,7 +272,7 @@ release_held(WeirKeyed *k)
 	int			kept = 0;
 
 	for (int i = 0; i < k->ndirty; i++)
-		if (!(weir_window_at(k->store, k->dirty[i])->flags & WEIR_WINDOW_HELD))
+		if (!(weir_window_flags(weir_window_at(k->store, k->dirty[i])) & WEIR_WINDOW_HELD))
 			k->dirty[kept++] = k->dirty[i];
 	k->ndirty = kept;
 	return free_held(k);
@@ -309,12 +309,12 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 		while (DsaPointerIsValid(dp))
 		{
 			WeirWindow *w = weir_window_at(k->store, dp);
-			dsa_pointer next = w->next;
+			dsa_pointer next = weir_window_next(w);
 			TimestampTz expires = state_of(k, w)->t + k->retention;
 
 			if (expires > watermark)
 				link_expiry(k, dp, expires);	/* changed since */
-			else if (w->flags & WEIR_WINDOW_DIRTY)
+			else if (weir_window_flags(w) & WEIR_WINDOW_DIRTY)
 			{
 				/*
 				 * Changed since the last checkpoint: the dirty list points
@@ -329,7 +329,7 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 					k->held = repalloc_huge(k->held, sizeof(dsa_pointer) * k->held_cap);
 				}
 				k->held[k->nheld++] = dp;
-				w->flags |= WEIR_WINDOW_HELD;
+				weir_window_set_flags(w, WEIR_WINDOW_HELD);
 				weir_window_entry_unindex(k->store, dp);
 			}
 			else
@@ -377,16 +377,16 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 	while (DsaPointerIsValid(dp))
 	{
 		WeirWindow *w = weir_window_at(k->store, dp);
-		dsa_pointer next = w->next;
+		dsa_pointer next = weir_window_next(w);
 
-		if (state_of(k, w)->t + k->retention <= watermark && !(w->flags & WEIR_WINDOW_DIRTY))
+		if (state_of(k, w)->t + k->retention <= watermark && !(weir_window_flags(w) & WEIR_WINDOW_DIRTY))
 		{
 			remove_entry(k, dp);
 			removed++;
 		}
 		else
 		{
-			w->next = keep;
+			weir_window_set_next(w, keep);
 			keep = dp;
 		}
 		dp = next;
@@ -450,7 +450,7 @@ chunk_flush(ChunkBuilder *cb)
 static void
 chunk_add(ChunkBuilder *cb, WeirWindow *w)
 {
-	uint32		len = w->keylen;
+	uint32		len = weir_window_keylen(w);
 	WeirKeyedState *s = state_of(cb->d, w);
 
 	/*
@@ -460,18 +460,18 @@ chunk_add(ChunkBuilder *cb, WeirWindow *w)
 	 */
 	if (!TIMESTAMP_NOT_FINITE(cb->watermark) && s->t + cb->d->retention <= cb->watermark)
 	{
-		w->flags &= ~WEIR_WINDOW_DIRTY;
+		weir_window_clear_flags(w, WEIR_WINDOW_DIRTY);
 		return;
 	}
 	appendBinaryStringInfo(&cb->buf, (char *) &len, sizeof(uint32));
-	appendBinaryStringInfo(&cb->buf, w->data, len);
+	appendBinaryStringInfo(&cb->buf, weir_window_key(w), len);
 	appendBinaryStringInfo(&cb->buf, (char *) s, cb->d->state_size);
 	if (cb->d->image_hook)
 		cb->d->image_hook(cb->d->hook_arg, cb->d, w, &cb->buf);
 	cb->entries++;
 	if (s->t + cb->d->retention > cb->expires_at)
 		cb->expires_at = s->t + cb->d->retention;
-	w->flags &= ~WEIR_WINDOW_DIRTY;
+	weir_window_clear_flags(w, WEIR_WINDOW_DIRTY);
 	if (cb->buf.len >= CHUNK_MAX_BYTES)
 		chunk_flush(cb);
 }
@@ -572,7 +572,7 @@ restore_enter(RestoreState *rs, const char *key, uint32 keylen, TimestampTz t,
 				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 	if (*created)
 	{
-		weir_window_at(k->store, dp)->flags = WEIR_WINDOW_EMITTED;
+		weir_window_reset_flags(weir_window_at(k->store, dp), WEIR_WINDOW_EMITTED);
 		k->ndirty--;			/* weir_keyed_enter counted it as changed */
 		rs->entries++;
 	}

@@ -205,9 +205,9 @@ weir_live_state(PG_FUNCTION_ARGS)
 				c->start = w->start;
 				c->end = weir_window_end(root, plan, w);
 			}
-			c->flags = w->flags;
-			c->key = palloc(w->keylen);
-			memcpy(c->key, w->data, w->keylen);
+			c->flags = weir_window_flags(w);
+			c->key = palloc(weir_window_keylen(w));
+			memcpy(c->key, weir_window_key(w), weir_window_keylen(w));
 			c->states = palloc(plan->state_size);
 			memcpy(c->states, weir_window_states(root, w), plan->state_size);
 		}

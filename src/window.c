@@ -56,9 +56,11 @@
 #define SLOT_DELETED	((dsa_pointer) 1)	/* no allocation sits at offset 1 */
 
 #define SLOT_PTR_MASK	WEIR_SLOT_PTR_MASK
-#define SLOT_TAG(hash)	(((dsa_pointer) (((hash) >> 20) & 0xFFF)) << WEIR_SLOT_TAG_SHIFT)
+/* the tag is the hash's low 12 bits: its high bits choose the home slot */
+#define SLOT_TAG(hash)	(((dsa_pointer) ((hash) & 0xFFF)) << WEIR_SLOT_TAG_SHIFT)
 
 StaticAssertDecl(sizeof(dsa_pointer) == 8, "slot tags need 64-bit dsa_pointers");
+StaticAssertDecl(offsetof(WeirWindow, data) == 16, "a window's header is 16 bytes");
 
 typedef struct Bucket
 {
@@ -102,20 +104,21 @@ slot_table(WeirWindowStore *store)
 static inline Size
 window_size(WeirStoreRoot *root, uint32 keylen)
 {
-	return offsetof(WeirWindow, data) + MAXALIGN(keylen) +
+	return offsetof(WeirWindow, data) + weir_window_key_bytes(keylen) +
 		(root->session ? sizeof(TimestampTz) : 0) + root->state_size;
 }
 
 char *
 weir_window_states(WeirStoreRoot *root, WeirWindow *w)
 {
-	return w->data + MAXALIGN(w->keylen) + (root->session ? sizeof(TimestampTz) : 0);
+	return w->data + weir_window_key_bytes(weir_window_keylen(w)) +
+		(root->session ? sizeof(TimestampTz) : 0);
 }
 
 static inline TimestampTz *
 session_end(WeirWindow *w)
 {
-	return (TimestampTz *) (w->data + MAXALIGN(w->keylen));
+	return (TimestampTz *) (w->data + weir_window_key_bytes(weir_window_keylen(w)));
 }
 
 TimestampTz
@@ -188,15 +191,75 @@ store_free(WeirWindowStore *store, dsa_pointer dp, Size size)
 	store->root->bytes -= size;
 }
 
-/* Slots for `used` windows: a power of 2, filled to at most 3/8 at first. */
+/*
+ * The slot table's fill.  Slots are 8 bytes a window divided by the fill, so
+ * once caught up the fill is kept between 1/2 and 17/20 (16 to 9.4 bytes a
+ * window): a table is built 5/8 full, grows when it would pass 17/20
+ * (counting deleted slots, which probes pass too), and shrinks when windows
+ * leave it under 1/2 (reading a backlog it may be emptier: grown_capacity).  Any capacity will do (slots are chosen by multiplying, not
+ * masking), so it follows the count closely instead of doubling.  Probing
+ * stays cheap at these fills because a slot's tag spares most looks into
+ * other windows.
+ */
+#define TABLE_MIN_CAPACITY 1024
+
 static uint32
 table_capacity_for(uint32 used)
 {
-	uint32		capacity = 1024;
+	uint64		capacity = ((uint64) used * 8 + 4) / 5;
 
-	while ((uint64) capacity * 3 < (uint64) used * 8)
-		capacity *= 2;
-	return capacity;
+	capacity = TYPEALIGN(64, capacity);
+	if (capacity > PG_UINT32_MAX / 2)
+		elog(ERROR, "too many windows for one pipeline: %u", used);
+	return Max((uint32) capacity, TABLE_MIN_CAPACITY);
+}
+
+static inline bool
+table_too_full(WeirStoreRoot *root, uint32 more)
+{
+	return ((uint64) root->used + root->deleted + more) * 20 > (uint64) root->capacity * 17;
+}
+
+static inline bool
+table_too_empty(WeirStoreRoot *root)
+{
+	return root->capacity > TABLE_MIN_CAPACITY && (uint64) root->used * 2 < root->capacity;
+}
+
+/* A hash's first slot: the high bits of hash * capacity */
+static inline uint32
+home_slot(uint32 hash, uint32 capacity)
+{
+	return (uint32) (((uint64) hash * capacity) >> 32);
+}
+
+static inline uint32
+next_slot(uint32 i, uint32 capacity)
+{
+	return i + 1 == capacity ? 0 : i + 1;
+}
+
+/*
+ * The capacity a table too full (of windows, or of deleted slots) is rebuilt
+ * at: one that fits the windows (5/8 full).  Reading a backlog, windows close
+ * and open by the thousand each round (ids expire by the thousand), so a
+ * table mostly of deleted slots is only cleaned, at its size, rather than
+ * shrunk to be grown again; it shrinks to fit once the pipeline has caught
+ * up (weir_window_fire, weir_window_entry_shrink).
+ */
+static uint32
+grown_capacity(WeirWindowStore *store)
+{
+	uint32		fit = table_capacity_for(store->root->used + 1);
+
+	return store->backlog ? Max(fit, store->root->capacity) : fit;
+}
+
+/* The hash a window is indexed by, computed again from the window */
+static uint32
+stored_window_hash(WeirWindow *w)
+{
+	return window_hash(w->start, weir_window_key(w), weir_window_keylen(w));
 }
 
 /* Grow (or just clean) the slot table; false if memory ran out. */
@@ -221,7 +284,8 @@ resize(WeirWindowStore *store, uint32 capacity)
 		if (old_slots[i] == SLOT_EMPTY || old_slots[i] == SLOT_DELETED)
 			continue;
 		w = window_at(store, old_slots[i] & SLOT_PTR_MASK);
-		for (j = w->hash & (capacity - 1); new_slots[j] != SLOT_EMPTY; j = (j + 1) & (capacity - 1))
+		for (j = home_slot(stored_window_hash(w), capacity); new_slots[j] != SLOT_EMPTY;
+			 j = next_slot(j, capacity))
 			;
 		new_slots[j] = old_slots[i];
 	}
@@ -254,7 +318,7 @@ weir_window_store_create(WeirPlan *plan, dsa_area *area, int64 limit,
 	store->root->state_size = plan->state_size;
 	store->root->session = plan->windowing.kind == WEIR_WINDOW_SESSION;
 	store->root->bytes = sizeof(WeirStoreRoot);
-	if (!resize(store, 1024))
+	if (!resize(store, TABLE_MIN_CAPACITY))
 		elog(ERROR, "could not allocate the window table");
 
 	ctl.keysize = sizeof(TimestampTz);
@@ -280,11 +344,11 @@ probe(WeirWindowStore *store, uint32 hash, TimestampTz start, const char *key,
 {
 	WeirStoreRoot *root = store->root;
 	dsa_pointer *slots = slot_table(store);
-	uint32		mask = root->capacity - 1;
+	uint32		capacity = root->capacity;
 	int64		free_slot = -1;
 	dsa_pointer tag = SLOT_TAG(hash);
 
-	for (uint32 i = hash & mask;; i = (i + 1) & mask)
+	for (uint32 i = home_slot(hash, capacity);; i = next_slot(i, capacity))
 	{
 		WeirWindow *w;
 
@@ -302,8 +366,8 @@ probe(WeirWindowStore *store, uint32 hash, TimestampTz start, const char *key,
 		if ((slots[i] & ~SLOT_PTR_MASK) != tag)
 			continue;			/* another hash: no need to look */
 		w = window_at(store, slots[i] & SLOT_PTR_MASK);
-		if (w->hash == hash && w->start == start && w->keylen == keylen &&
-			memcmp(w->data, key, keylen) == 0)
+		if (w->start == start && weir_window_keylen(w) == keylen &&
+			memcmp(weir_window_key(w), key, keylen) == 0)
 		{
 			*found = true;
 			return i;
@@ -334,26 +398,26 @@ find_or_add(WeirWindowStore *store, TimestampTz start, const char *key,
 	if (!create)
 		return InvalidDsaPointer;
 
-	if ((root->used + root->deleted + 1) * 4 > root->capacity * 3)
+	if (table_too_full(root, 1))
 	{
-		if (!resize(store, table_capacity_for(root->used + 1)))
+		if (!resize(store, grown_capacity(store)))
 			return InvalidDsaPointer;
 		slot = probe(store, hash, start, key, keylen, &found);
 	}
 	dp = store_alloc(store, window_size(root, keylen), DSA_ALLOC_ZERO);
 	if (!DsaPointerIsValid(dp))
 		return InvalidDsaPointer;
+	if ((dp & ~WEIR_WINDOW_NEXT_MASK) != 0)
+		elog(ERROR, "dsa_pointer " UINT64_FORMAT " uses more bits than weir's windows allow", dp);
 	w = window_at(store, dp);
 	w->start = start;
-	w->keylen = keylen;
-	w->hash = hash;
-	w->flags = WEIR_WINDOW_DIRTY;
-	w->next = InvalidDsaPointer;
-	memcpy(w->data, key, keylen);
+	w->link = (uint64) Min(keylen, WEIR_WINDOW_LONG_KEY) << WEIR_WINDOW_KEYLEN_SHIFT;
+	weir_window_set_flags(w, WEIR_WINDOW_DIRTY);
+	if (keylen >= WEIR_WINDOW_LONG_KEY)
+		memcpy(w->data, &keylen, sizeof(uint32));
+	memcpy(weir_window_key(w), key, keylen);
 	if (slot_table(store)[slot] == SLOT_DELETED)
 		root->deleted--;
-	if ((dp & ~SLOT_PTR_MASK) != 0)
-		elog(ERROR, "dsa_pointer " UINT64_FORMAT " uses more bits than weir's slot tags allow", dp);
 	slot_table(store)[slot] = dp | SLOT_TAG(hash);
 	root->used++;
 	*created = true;
@@ -408,7 +472,7 @@ weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz start, TimestampTz
 			sk->hkey.key = kcopy;
 			sk->head = InvalidDsaPointer;
 		}
-		w->next = sk->head;
+		weir_window_set_next(w, sk->head);
 		sk->head = dp;
 	}
 	else
@@ -420,7 +484,7 @@ weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz start, TimestampTz
 			bucket->end = end;
 			bucket->head = InvalidDsaPointer;
 		}
-		w->next = bucket->head;
+		weir_window_set_next(w, bucket->head);
 		bucket->head = dp;
 	}
 	return w;
@@ -429,7 +493,7 @@ weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz start, TimestampTz
 /*
  * Keyed entries (dedup, last value, join): one entry per key and `space`
  * (a join's side), stored as a window starting at `space`, which the store
- * does not link anywhere: its `next` is the operator's.
+ * does not link anywhere: its next (weir_window_set_next) is the operator's.
  */
 dsa_pointer
 weir_window_entry_find(WeirWindowStore *store, int space, const char *key,
@@ -477,7 +541,7 @@ weir_window_entry_unindex(WeirWindowStore *store, dsa_pointer dp)
 void
 weir_window_entry_free(WeirWindowStore *store, dsa_pointer dp)
 {
-	store_free(store, dp, window_size(store->root, window_at(store, dp)->keylen));
+	store_free(store, dp, window_size(store->root, weir_window_keylen(window_at(store, dp))));
 }
 
 /*
@@ -499,8 +563,10 @@ weir_window_entry_shrink(WeirWindowStore *store)
 	if (root->deleted > root->capacity / 4)
 		(void) resize(store, store->backlog ? root->capacity :
 					  Min(root->capacity, table_capacity_for(root->used)));
+	else if (store->backlog)
+		maybe_shrink(store, 8);
 	else
-		maybe_shrink(store, store->backlog ? 8 : 2);
+		maybe_shrink(store, 0);
 }
 
 /* Remove a window from the slot table (its list is the caller's business). */
@@ -508,7 +574,8 @@ static void
 unindex(WeirWindowStore *store, WeirWindow *w)
 {
 	bool		found;
-	uint32		slot = probe(store, w->hash, w->start, w->data, w->keylen, &found);
+	uint32		slot = probe(store, stored_window_hash(w), w->start, weir_window_key(w),
+							 weir_window_keylen(w), &found);
 
 	Assert(found);
 	slot_table(store)[slot] = SLOT_DELETED;
@@ -527,9 +594,11 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 	WeirWindow *w = window_at(store, dp);
 	WeirStoreRoot *root = store->root;
 	/* a row in the sink (written, or due): a merge must retract it */
-	bool		fired = (w->flags & (WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED)) != 0;
-	bool		persisted = (w->flags & WEIR_WINDOW_PERSISTED) != 0;
-	bool		sink_dirty = !merged && (w->flags & WEIR_WINDOW_SINK_DIRTY) != 0;
+	uint32		flags = weir_window_flags(w);
+	bool		fired = (flags & (WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED)) != 0;
+	bool		persisted = (flags & WEIR_WINDOW_PERSISTED) != 0;
+	bool		sink_dirty = !merged && (flags & WEIR_WINDOW_SINK_DIRTY) != 0;
+	uint32		keylen = weir_window_keylen(w);
 
 	/*
 	 * A closed window owes nothing but its last sink row: a restore skips
@@ -541,16 +610,16 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 		MemoryContext oldcxt = MemoryContextSwitchTo(store->retired_cxt);
 		WeirRetired *r = palloc0(sizeof(WeirRetired));
 
-		r->key = palloc(w->keylen);
-		memcpy(r->key, w->data, w->keylen);
-		r->keylen = w->keylen;
+		r->key = palloc(keylen);
+		memcpy(r->key, weir_window_key(w), keylen);
+		r->keylen = keylen;
 		r->start = w->start;
 		r->end = weir_window_end(root, store->plan, w);
 		r->persisted = persisted;
 		r->merged = merged;
 		r->write_sink = sink_dirty;
 		r->retract_sink = merged && fired;
-		r->emitted = (w->flags & WEIR_WINDOW_EMITTED) != 0;
+		r->emitted = (flags & WEIR_WINDOW_EMITTED) != 0;
 		if (r->write_sink)
 		{
 			/*
@@ -571,7 +640,7 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 	if (store->plan->has_generic)
 		weir_agg_free_generic(store->plan, weir_window_states(root, w));
 	unindex(store, w);
-	store_free(store, dp, window_size(root, w->keylen));
+	store_free(store, dp, window_size(root, keylen));
 }
 
 /* Unlink a session window from its key's list; drop the key when empty. */
@@ -579,14 +648,20 @@ static void
 session_unlink(WeirWindowStore *store, dsa_pointer dp)
 {
 	WeirWindow *w = window_at(store, dp);
-	SessionKeyHash skey = {w->keylen, w->data};
+	SessionKeyHash skey = {weir_window_keylen(w), weir_window_key(w)};
 	SessionKey *sk = hash_search(store->sessions, &skey, HASH_FIND, NULL);
-	dsa_pointer *link;
 
 	Assert(sk != NULL);
-	for (link = &sk->head; *link != dp; link = &window_at(store, *link)->next)
-		;
-	*link = w->next;
+	if (sk->head == dp)
+		sk->head = weir_window_next(w);
+	else
+	{
+		WeirWindow *prev = window_at(store, sk->head);
+
+		while (weir_window_next(prev) != dp)
+			prev = window_at(store, weir_window_next(prev));
+		weir_window_set_next(prev, weir_window_next(w));
+	}
 	if (!DsaPointerIsValid(sk->head))
 	{
 		char	   *kcopy = (char *) sk->hkey.key;
@@ -620,7 +695,7 @@ weir_session_place(WeirWindowStore *store, const char *key, uint32 keylen,
 	bool		created;
 
 	for (dsa_pointer dp = sk ? sk->head : InvalidDsaPointer;
-		 DsaPointerIsValid(dp); dp = window_at(store, dp)->next)
+		 DsaPointerIsValid(dp); dp = weir_window_next(window_at(store, dp)))
 	{
 		WeirWindow *w = window_at(store, dp);
 
@@ -656,8 +731,8 @@ weir_session_place(WeirWindowStore *store, const char *key, uint32 keylen,
 		for (int a = 0; a < plan->naggs; a++)
 			weir_agg_combine(&plan->aggs[a], weir_window_states(root, target),
 							 weir_window_states(root, w));
-		if (w->flags & (WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED))
-			target->flags |= WEIR_WINDOW_SINK_DIRTY;	/* replaces the retracted row */
+		if (weir_window_flags(w) & (WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED))
+			weir_window_set_flags(target, WEIR_WINDOW_SINK_DIRTY);	/* replaces the retracted row */
 		session_unlink(store, touching[i]);
 		retire(store, touching[i], true);
 	}
@@ -665,9 +740,9 @@ weir_session_place(WeirWindowStore *store, const char *key, uint32 keylen,
 	{
 		*session_end(target) = end;
 		if (end > watermark)
-			target->flags &= ~WEIR_WINDOW_FIRED;	/* it will fire again, later */
+			weir_window_clear_flags(target, WEIR_WINDOW_FIRED);	/* it will fire again, later */
 	}
-	target->flags |= WEIR_WINDOW_DIRTY;
+	weir_window_set_flags(target, WEIR_WINDOW_DIRTY);
 	return target;
 }
 
@@ -698,9 +773,9 @@ weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *starts, int max
 static bool
 fire_one(WeirWindow *w)
 {
-	if (w->flags & WEIR_WINDOW_FIRED)
+	if (weir_window_flags(w) & WEIR_WINDOW_FIRED)
 		return false;
-	w->flags |= WEIR_WINDOW_FIRED | WEIR_WINDOW_SINK_DIRTY | WEIR_WINDOW_DIRTY;
+	weir_window_set_flags(w, WEIR_WINDOW_FIRED | WEIR_WINDOW_SINK_DIRTY | WEIR_WINDOW_DIRTY);
 	return true;
 }
 
@@ -746,7 +821,7 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 			retire(store, dp, false);
 		}
 		list_free(expired);
-		maybe_shrink(store, 2);
+		maybe_shrink(store, store->backlog ? 8 : 0);
 		return fired;
 	}
 
@@ -765,7 +840,7 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 			for (dp = bucket->head; DsaPointerIsValid(dp);)
 			{
 				WeirWindow *w = window_at(store, dp);
-				dsa_pointer next = w->next;
+				dsa_pointer next = weir_window_next(w);
 
 				if (fire_one(w))
 					fired++;
@@ -778,22 +853,32 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 		}
 		foreach(lc, emptied)
 			hash_search(store->buckets, lfirst(lc), HASH_REMOVE, NULL);
-		if (emptied != NIL)
-			maybe_shrink(store, 2);
+		/*
+		 * Reading a backlog, a window's close empties most of the table and
+		 * the next fills it again: only a table 8 times too large shrinks
+		 * then, so that it is not rebuilt twice a window.  Caught up, a
+		 * table under half full shrinks, whether or not a window closed in
+		 * this round (the backlog's last close came while it was read).
+		 */
+		if (!store->backlog || emptied != NIL)
+			maybe_shrink(store, store->backlog ? 8 : 0);
 		list_free(emptied);
 	}
 	return fired;
 }
 
-/* Give memory back after many windows closed. */
+/*
+ * Give memory back after many windows closed: a table under half full
+ * (factor 0), or `factor` times larger than it needs to be.
+ */
 static void
 maybe_shrink(WeirWindowStore *store, uint32 factor)
 {
 	WeirStoreRoot *root = store->root;
 	uint32		target = table_capacity_for(root->used);
 
-	/* a table at most 3/(8 * factor) full gives memory back */
-	if (root->capacity >= target * factor && root->capacity > 1024)
+	if (factor == 0 ? table_too_empty(root) :
+		root->capacity > TABLE_MIN_CAPACITY && root->capacity >= (uint64) target * factor)
 		(void) resize(store, target);
 }
 

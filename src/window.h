@@ -29,22 +29,102 @@
 										 * the index, waiting to go (keyed.c) */
 
 /*
- * One (key, window) in DSA.  Flat and pointer-free but for `next`, a
- * dsa_pointer, so other backends can read it.  Layout of data[]: the key
- * image (keylen bytes, padded to 8), then for session windows the end
- * (TimestampTz), then the aggregate states (plan->state_size bytes).  With
- * an int8 key and count + sum over int8 that is 24 + 8 + 32 = 64 bytes.
+ * One (key, window) in DSA: a 16-byte header, then data[].  Flat and
+ * pointer-free but for the link to the next window in its list, a
+ * dsa_pointer, so other backends can read it.  State is the bulk of a
+ * pipeline's shared memory (bench/window.sh measures bytes per window), so
+ * `link` packs three things into 8 bytes:
+ *	bits  0-49	the dsa_pointer of the next window in its bucket (by start) or
+ *				its key's list (a dsa_pointer uses 50 bits: 1024 segments of
+ *				2^40 bytes, dsa.c; adding a window checks it)
+ *	bits 50-55	the WEIR_WINDOW_* flags
+ *	bits 56-63	the length of the key image, when below 255; 255 says it is
+ *				longer, and its length is a uint32 at the start of data[]
+ *				(8 bytes with padding)
+ * Nothing else is needed per window: its hash is computed again when the
+ * index is rebuilt, which is rare.  Read and write these only through the
+ * functions below.  Layout of data[]: the long key's length, the key image
+ * (padded to 8), then for session windows the end (TimestampTz), then the
+ * aggregate states (root->state_size bytes).  With an int8 key and count +
+ * sum over int8 that is 16 + 8 + 8 + 16 = 48 bytes.
  */
 typedef struct WeirWindow
 {
 	TimestampTz start;
-	dsa_pointer next;			/* in its bucket (by start) or its key's list */
-	uint16		keylen;
-	uint8		flags;
-	uint8		pad;
-	uint32		hash;			/* of (start, key) */
+	uint64		link;			/* next | flags << 50 | key length << 56 */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } WeirWindow;
+
+#define WEIR_WINDOW_NEXT_MASK	((UINT64CONST(1) << 50) - 1)
+#define WEIR_WINDOW_FLAGS_SHIFT 50
+#define WEIR_WINDOW_FLAGS_ALL	0x3F
+#define WEIR_WINDOW_KEYLEN_SHIFT 56
+#define WEIR_WINDOW_LONG_KEY	255
+
+StaticAssertDecl(WEIR_WINDOW_HELD <= WEIR_WINDOW_FLAGS_ALL, "window flags need more bits");
+
+static inline dsa_pointer
+weir_window_next(const WeirWindow *w)
+{
+	return (dsa_pointer) (w->link & WEIR_WINDOW_NEXT_MASK);
+}
+
+static inline void
+weir_window_set_next(WeirWindow *w, dsa_pointer next)
+{
+	Assert((next & ~WEIR_WINDOW_NEXT_MASK) == 0);
+	w->link = (w->link & ~WEIR_WINDOW_NEXT_MASK) | (uint64) next;
+}
+
+static inline uint32
+weir_window_flags(const WeirWindow *w)
+{
+	return (uint32) (w->link >> WEIR_WINDOW_FLAGS_SHIFT) & WEIR_WINDOW_FLAGS_ALL;
+}
+
+static inline void
+weir_window_set_flags(WeirWindow *w, uint32 flags)
+{
+	w->link |= (uint64) (flags & WEIR_WINDOW_FLAGS_ALL) << WEIR_WINDOW_FLAGS_SHIFT;
+}
+
+static inline void
+weir_window_clear_flags(WeirWindow *w, uint32 flags)
+{
+	w->link &= ~((uint64) (flags & WEIR_WINDOW_FLAGS_ALL) << WEIR_WINDOW_FLAGS_SHIFT);
+}
+
+/* Set the flags to exactly `flags` */
+static inline void
+weir_window_reset_flags(WeirWindow *w, uint32 flags)
+{
+	weir_window_clear_flags(w, WEIR_WINDOW_FLAGS_ALL);
+	weir_window_set_flags(w, flags);
+}
+
+static inline uint32
+weir_window_keylen(const WeirWindow *w)
+{
+	uint32		len = (uint32) (w->link >> WEIR_WINDOW_KEYLEN_SHIFT);
+
+	if (len == WEIR_WINDOW_LONG_KEY)
+		memcpy(&len, w->data, sizeof(uint32));
+	return len;
+}
+
+static inline char *
+weir_window_key(WeirWindow *w)
+{
+	return (w->link >> WEIR_WINDOW_KEYLEN_SHIFT) == WEIR_WINDOW_LONG_KEY ?
+		w->data + sizeof(uint64) : w->data;
+}
+
+/* Bytes of data[] a key image of `keylen` bytes takes, with its padding */
+static inline Size
+weir_window_key_bytes(uint32 keylen)
+{
+	return (keylen < WEIR_WINDOW_LONG_KEY ? 0 : sizeof(uint64)) + MAXALIGN(keylen);
+}
 
 /*
  * A slot of a store's table holds an entry's dsa_pointer and, in its top 12

@@ -514,8 +514,8 @@ apply_batch(WeirWorker *w, int32 part)
 			if (win)
 			{
 				accumulate(plan, weir_window_states(w->store->root, win), values, nulls);
-				if ((win->flags & WEIR_WINDOW_FIRED) || w->emit_updates)
-					win->flags |= WEIR_WINDOW_SINK_DIRTY;
+				if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || w->emit_updates)
+					weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
 				placed = true;
 			}
 			else if (w->store->out_of_memory)
@@ -539,9 +539,9 @@ apply_batch(WeirWorker *w, int32 part)
 			if (win == NULL)
 				return;			/* out of state memory: the caller stops */
 			accumulate(plan, weir_window_states(w->store->root, win), values, nulls);
-			win->flags |= WEIR_WINDOW_DIRTY;
-			if ((win->flags & WEIR_WINDOW_FIRED) || w->emit_updates)
-				win->flags |= WEIR_WINDOW_SINK_DIRTY;
+			weir_window_set_flags(win, WEIR_WINDOW_DIRTY);
+			if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || w->emit_updates)
+				weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
 			placed = true;
 		}
 		if (!placed)
