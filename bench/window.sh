@@ -30,6 +30,16 @@
 # counting from the worker's start; the largest start delay), and the
 # restore of the final state (stop, start, weir.checkpoint(); the newest
 # weir.restores row).
+#   (d) the checkpoint interval sustained while consuming: a tumbling
+#       pipeline that has read the backlog keeps running while one producer
+#       session inserts new events as fast as it can for SUSTAIN_SECS
+#       seconds (batches of 10,000 rows, a transaction each, event time going
+#       on at the backlog's pace, so windows keep closing); then
+#       weir.checkpoint() waits until it has caught up.  Figures: the
+#       producer's rate, the pipeline's lag when the producer stopped, and
+#       the checkpoints committed meanwhile: count, gaps between consecutive
+#       commits (p50, max: the 1 s interval held if these stay near 1 s),
+#       durations.  The sink is checked against a GROUP BY over the topic.
 #
 # Correctness: after every weir run the sink must hold exactly the closed
 # windows, compared as (rows, sum(n), sum(total)) with an oracle: the plain
@@ -48,7 +58,8 @@
 # Progress goes to stderr.
 #
 # Knobs: N (events, default 2000000), RUNS (default 3), KEYS (default
-# 10000), WEIR_PORT, TIMEOUT (seconds weir.checkpoint() may wait, default 600).
+# 10000), WEIR_PORT, TIMEOUT (seconds weir.checkpoint() may wait, default 600),
+# SUSTAIN_SECS (default 20; 0 leaves (d) out).
 
 set -euo pipefail
 
@@ -56,6 +67,7 @@ N="${N:-2000000}"
 RUNS="${RUNS:-3}"
 KEYS="${KEYS:-10000}"
 TIMEOUT="${TIMEOUT:-600}"
+SUSTAIN_SECS="${SUSTAIN_SECS:-20}"
 BATCH=100000		# positions per partition per statement in (b) and (c)
 KINDS=(tumbling hopping session tumbling_inline)
 TOPICS=(ev)
@@ -258,6 +270,85 @@ for ((run = 1; run <= RUNS; run++)); do
 	done
 done
 
+# --- (d) checkpoints while a producer keeps the pipeline busy --------------
+SUSTAINED=""
+sustained_run() {
+	local name=w_sustained res got want
+	local -a f
+
+	progress "sustained: a tumbling pipeline reads the backlog, then a producer runs for $SUSTAIN_SECS s"
+	q "ALTER SYSTEM RESET weir.checkpoint_writer" >/dev/null
+	q "SELECT pg_reload_conf()" >/dev/null
+	weir_psql -q >/dev/null <<EOF
+-- new events as fast as one session can insert them, for secs seconds, in
+-- transactions of batch rows; event time goes on after the backlog's at its
+-- pace.  Returns how many it inserted.
+CREATE PROCEDURE bench_produce(secs float8, batch int, INOUT produced bigint)
+LANGUAGE plpgsql AS \$\$
+DECLARE
+	deadline timestamptz := clock_timestamp() + secs * interval '1 second';
+BEGIN
+	produced := 0;
+	WHILE clock_timestamp() < deadline LOOP
+		INSERT INTO ev (k, v, ts)
+			SELECT floor(random() * $KEYS)::bigint, floor(random() * 1000)::bigint,
+				   timestamptz '2026-01-01 00:00:00+00' + ($N + produced + g) * (3600.0 / $N) * interval '1 second'
+			  FROM generate_series(0, batch - 1) g;
+		produced := produced + batch;
+		COMMIT;
+	END LOOP;
+END \$\$;
+EOF
+	if [ "$(q "SELECT bench_create('$name', weir.tumbling('1 minute'))")" != ok ]; then
+		problem "sustained: the pipeline could not be created"
+		return 0
+	fi
+	q "SELECT weir.start('$name')" >/dev/null
+	q "SELECT weir.checkpoint('$name', '$TIMEOUT s')" >/dev/null
+	if ! res=$(weir_psql -At -F ' ' <<EOF
+SELECT clock_timestamp() AS bench_t0 \gset
+CALL bench_produce($SUSTAIN_SECS, 10000, NULL);
+SELECT clock_timestamp() AS bench_t1 \gset
+SELECT p.lag_rows FROM weir.pipelines p WHERE p.name = '$name';
+SELECT weir.checkpoint('$name', '$TIMEOUT s') > 0;
+SELECT extract(epoch FROM clock_timestamp() - :'bench_t1'::timestamptz);
+-- the checkpoints committed while the producer ran: gaps between
+-- consecutive ones, and their durations
+WITH c AS (
+	SELECT c.committed_at, c.sync_ms + c.async_ms AS ms, c.sync_ms,
+		   extract(epoch FROM c.committed_at - lag(c.committed_at) OVER (ORDER BY c.id)) * 1000 AS gap_ms
+	  FROM weir.checkpoints c JOIN weir.pipeline pl ON pl.id = c.pipeline_id
+	 WHERE pl.name = '$name' AND c.committed_at BETWEEN :'bench_t0' AND :'bench_t1')
+SELECT count(*), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY gap_ms)::numeric, 1),
+	   round(max(gap_ms)::numeric, 1), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+	   round(max(ms)::numeric, 1), round(max(sync_ms)::numeric, 1),
+	   extract(epoch FROM :'bench_t1'::timestamptz - :'bench_t0'::timestamptz)
+  FROM c;
+EOF
+	); then
+		problem "sustained: the run failed"
+		drop_pipeline "$name"
+		return 0
+	fi
+	# lines: CALL's result (produced), lag, checkpoint, catch-up secs, figures
+	mapfile -t f <<<"$res"
+	SUSTAINED="${f[0]} ${f[1]} ${f[3]} ${f[4]}"
+	want=$(q "SELECT count(*) || ' ' || sum(n) || ' ' || sum(total) FROM (
+				SELECT k, date_bin('1 minute', ts, $ORIGIN) AS window_start, count(*) AS n, sum(v) AS total
+				  FROM ev GROUP BY 1, 2) o
+			   WHERE window_start + interval '1 minute' <= (SELECT watermark FROM weir.pipelines WHERE name = '$name')")
+	got=$(q "SELECT count(*) || ' ' || coalesce(sum(n), 0) || ' ' || coalesce(sum(total), 0) FROM $name")
+	if [ "$got" != "$want" ]; then
+		invalid sustained "the sink has (rows, sum(n), sum(total)) = ($got), a GROUP BY over the topic ($want)"
+	else
+		progress "  sink checked: ($got) = GROUP BY over the topic's closed windows"
+	fi
+	drop_pipeline "$name"
+}
+if [ "$SUSTAIN_SECS" != 0 ]; then
+	sustained_run
+fi
+
 # --- figures --------------------------------------------------------------
 # weir_rate KIND: as figure, or why the window kind is not available.
 weir_rate() {
@@ -299,8 +390,8 @@ fi
 echo "# shared-memory bytes per open (key, window), target <= 64 for count + sum over int8:"
 echo "#  weir.pipelines state_bytes / windows, state_bytes being weir's accounting of the pipeline's"
 echo "#  DSA area (requested sizes of the windows and their index table; no DSA size-class rounding"
-echo "#  or segment slack); at the end of a run (the index sized for the run's peak), and after"
-echo "#  restoring that state (the index sized for it)"
+echo "#  or segment slack); at the end of a run (caught up: an index under half full has shrunk"
+echo "#  to 5/8), and after restoring that state (the index built for it)"
 q "SELECT kind || ' ' || max(windows) || ' ' || round(sum(state_bytes)::numeric / nullif(sum(windows), 0), 1)
 	 FROM bench_state GROUP BY kind ORDER BY array_position(ARRAY['tumbling', 'hopping', 'session', 'tumbling_inline'], kind)" |
 	while read -r kind windows per; do
@@ -325,4 +416,24 @@ for kind in "${KINDS[@]}"; do
 		restore_figures "restore.$kind." windows windows
 	fi
 done
+if [ -n "$SUSTAINED" ]; then
+	echo "# (d) the 1 s checkpoint interval sustained: a tumbling pipeline while one producer session"
+	echo "#  inserts as fast as it can for $SUSTAIN_SECS s; gaps between consecutive commits meanwhile"
+	read -r produced lag catchup count p50_gap max_gap p50_ms max_ms max_sync secs <<<"$SUSTAINED"
+	if [ -n "${INVALID[sustained]:-}" ]; then
+		echo "sustained: invalid"
+	else
+		echo "sustained.produced: $produced events"
+		echo "sustained.produce_rate: $(awk -v n="$produced" -v t="$secs" 'BEGIN { printf "%.0f", n / t }') events/s"
+		echo "sustained.lag_at_producer_end: $lag rows"
+		echo "sustained.catch_up_after_producer: $(awk -v t="$catchup" 'BEGIN { printf "%.3f", t }') s"
+		echo "checkpoint.sustained.count: $count checkpoints"
+		echo "checkpoint.sustained.per_s: $(awk -v n="$count" -v t="$secs" 'BEGIN { printf "%.2f", n / t }') checkpoints/s"
+		echo "checkpoint.sustained.p50_gap_ms: ${p50_gap:-n/a} ms"
+		echo "checkpoint.sustained.max_gap_ms: ${max_gap:-n/a} ms"
+		echo "checkpoint.sustained.p50_ms: ${p50_ms:-n/a} ms"
+		echo "checkpoint.sustained.max_ms: ${max_ms:-n/a} ms"
+		echo "checkpoint.sustained.max_sync_ms: ${max_sync:-n/a} ms"
+	fi
+fi
 finish
