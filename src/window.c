@@ -86,7 +86,7 @@ typedef struct SessionKey
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
 
 static void retire(WeirWindowStore *store, dsa_pointer dp, bool merged);
-static void maybe_shrink(WeirWindowStore *store, uint32 factor);
+static void maybe_shrink(WeirWindowStore *store);
 static void unindex(WeirWindowStore *store, WeirWindow *w);
 
 static inline WeirWindow *
@@ -196,7 +196,8 @@ store_free(WeirWindowStore *store, dsa_pointer dp, Size size)
  * once caught up the fill is kept between 1/2 and 17/20 (16 to 9.4 bytes a
  * window): a table is built 5/8 full, grows when it would pass 17/20
  * (counting deleted slots, which probes pass too), and shrinks when windows
- * leave it under 1/2 (reading a backlog it may be emptier: grown_capacity).  Any capacity will do (slots are chosen by multiplying, not
+ * leave it under 1/2.  Reading a backlog it may be emptier (rebuilt_capacity,
+ * maybe_shrink).  Any capacity will do (slots are chosen by multiplying, not
  * masking), so it follows the count closely instead of doubling.  Probing
  * stays cheap at these fills because a slot's tag spares most looks into
  * other windows.
@@ -245,10 +246,10 @@ next_slot(uint32 i, uint32 capacity)
  * and open by the thousand each round (ids expire by the thousand), so a
  * table mostly of deleted slots is only cleaned, at its size, rather than
  * shrunk to be grown again; it shrinks to fit once the pipeline has caught
- * up (weir_window_fire, weir_window_entry_shrink).
+ * up (maybe_shrink).
  */
 static uint32
-grown_capacity(WeirWindowStore *store)
+rebuilt_capacity(WeirWindowStore *store)
 {
 	uint32		fit = table_capacity_for(store->root->used + 1);
 
@@ -400,7 +401,7 @@ find_or_add(WeirWindowStore *store, TimestampTz start, const char *key,
 
 	if (table_too_full(root, 1))
 	{
-		if (!resize(store, grown_capacity(store)))
+		if (!resize(store, rebuilt_capacity(store)))
 			return InvalidDsaPointer;
 		slot = probe(store, hash, start, key, keylen, &found);
 	}
@@ -544,12 +545,7 @@ weir_window_entry_free(WeirWindowStore *store, dsa_pointer dp)
 	store_free(store, dp, window_size(store->root, weir_window_keylen(window_at(store, dp))));
 }
 
-/*
- * Give memory back after many keyed entries left.  Reading a backlog, most
- * entries leave at each checkpoint and as many come back before the next:
- * then only a table 8 times too large shrinks, so that it does not shrink
- * and grow again every second; caught up, as windows do.
- */
+/* Give memory back after many keyed entries left (see maybe_shrink). */
 void
 weir_window_entry_shrink(WeirWindowStore *store)
 {
@@ -561,12 +557,9 @@ weir_window_entry_shrink(WeirWindowStore *store)
 	 * rebuild it without them.
 	 */
 	if (root->deleted > root->capacity / 4)
-		(void) resize(store, store->backlog ? root->capacity :
-					  Min(root->capacity, table_capacity_for(root->used)));
-	else if (store->backlog)
-		maybe_shrink(store, 8);
+		(void) resize(store, rebuilt_capacity(store));
 	else
-		maybe_shrink(store, 0);
+		maybe_shrink(store);
 }
 
 /* Remove a window from the slot table (its list is the caller's business). */
@@ -821,7 +814,7 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 			retire(store, dp, false);
 		}
 		list_free(expired);
-		maybe_shrink(store, store->backlog ? 8 : 0);
+		maybe_shrink(store);
 		return fired;
 	}
 
@@ -854,31 +847,35 @@ weir_window_fire(WeirWindowStore *store, TimestampTz watermark, int64 lateness,
 		foreach(lc, emptied)
 			hash_search(store->buckets, lfirst(lc), HASH_REMOVE, NULL);
 		/*
-		 * Reading a backlog, a window's close empties most of the table and
-		 * the next fills it again: only a table 8 times too large shrinks
-		 * then, so that it is not rebuilt twice a window.  Caught up, a
-		 * table under half full shrinks, whether or not a window closed in
-		 * this round (the backlog's last close came while it was read).
+		 * Caught up, look whether or not a window closed in this round: the
+		 * backlog's last close came while it was being read.
 		 */
 		if (!store->backlog || emptied != NIL)
-			maybe_shrink(store, store->backlog ? 8 : 0);
+			maybe_shrink(store);
 		list_free(emptied);
 	}
 	return fired;
 }
 
 /*
- * Give memory back after many windows closed: a table under half full
- * (factor 0), or `factor` times larger than it needs to be.
+ * Give memory back after many windows (or keyed entries) left: caught up, a
+ * table under half full shrinks to fit.  Reading a backlog, a window's close
+ * (a checkpoint's expiry of ids) empties most of the table and the next
+ * fills it again: only a table 8 times larger than it needs shrinks then, so
+ * that it is not rebuilt twice a window.
  */
 static void
-maybe_shrink(WeirWindowStore *store, uint32 factor)
+maybe_shrink(WeirWindowStore *store)
 {
 	WeirStoreRoot *root = store->root;
 	uint32		target = table_capacity_for(root->used);
+	bool		shrink;
 
-	if (factor == 0 ? table_too_empty(root) :
-		root->capacity > TABLE_MIN_CAPACITY && root->capacity >= (uint64) target * factor)
+	if (store->backlog)
+		shrink = root->capacity > TABLE_MIN_CAPACITY && root->capacity >= (uint64) target * 8;
+	else
+		shrink = table_too_empty(root);
+	if (shrink)
 		(void) resize(store, target);
 }
 
