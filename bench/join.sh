@@ -49,8 +49,8 @@
 #       is none;
 #   (c) the read limit: weir._scan_count() over ranges of 100,000 positions
 #       per partition of both topics.
-# It also reports, for weir: key entries (weir.pipelines windows, both
-# sides) and state_bytes at the end and at their peak while consuming
+# It also reports, for weir: key entries (weir.pipelines windows: one per
+# key, holding both sides' rows) and state_bytes at the end and at their peak while consuming
 # (sampled every 10 ms by a second session); the rows buffered at the end
 # (computed in SQL from the final watermark: orders with ts + 1 hour and
 # shipments with ts at or after it) and bytes per buffered row; the
@@ -202,8 +202,10 @@ WATERMARK=$(q "SELECT min(m) - interval '$JITTER s'
 BUFFERED_LEFT=$(q "SELECT count(*) FROM orders WHERE ts + interval '1 hour' >= '$WATERMARK'")
 BUFFERED_RIGHT=$(q "SELECT count(*) FROM shipments WHERE ts >= '$WATERMARK'")
 BUFFERED=$((BUFFERED_LEFT + BUFFERED_RIGHT))
-BUFFERED_KEYS=$(q "SELECT (SELECT count(DISTINCT order_id) FROM orders WHERE ts + interval '1 hour' >= '$WATERMARK')
-						+ (SELECT count(DISTINCT order_id) FROM shipments WHERE ts >= '$WATERMARK')")
+# one key entry holds both sides' rows of its key
+BUFFERED_KEYS=$(q "SELECT count(DISTINCT order_id)
+					 FROM (SELECT order_id FROM orders WHERE ts + interval '1 hour' >= '$WATERMARK'
+						   UNION ALL SELECT order_id FROM shipments WHERE ts >= '$WATERMARK') b")
 progress "expected: $EXPECTED joined rows; final watermark $WATERMARK, with $BUFFERED_LEFT orders"
 progress "  and $BUFFERED_RIGHT shipments still buffered ($BUFFERED_KEYS key entries)"
 
@@ -317,7 +319,7 @@ echo "result_rows.join: ${JOIN_ROWS:-n/a} rows"
 echo "result_rows.sql: ${SQL_ROWS:-n/a} rows"
 echo "join.except_rows: ${JOIN_EXCEPT:-n/a} rows"
 echo "sql.except_rows: ${SQL_EXCEPT:-n/a} rows"
-echo "# state: key entries (weir.pipelines windows, both sides) and state_bytes, weir's accounting of"
+echo "# state: key entries (weir.pipelines windows: one per key, both sides' rows) and state_bytes, weir's accounting of"
 echo "#  the pipeline's DSA area (entries, buffered rows and the index; no DSA size-class rounding or"
 echo "#  segment slack), at the end and at the peak sampled while consuming; buffered rows at the end"
 echo "#  from the final watermark (orders with ts + 1 hour, shipments with ts, at or after it)"

@@ -488,28 +488,28 @@ last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
  * rows kept, inserted, and the chunks of the keyed state, if any.
  */
 static void
-kept_collect(WeirWorker *w, WeirPackage *pkg, WeirColumn *pending, WeirKeyed **keyed,
-			 int nkeyed, CheckpointCounts *n)
+kept_collect(WeirWorker *w, WeirPackage *pkg, WeirColumn *pending, WeirKeyed *keyed,
+			 CheckpointCounts *n)
 {
-	WeirKeyedCollected collected[2];
+	WeirKeyedCollected collected;
 
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	if (w->join)
 		weir_join_drain(w->join, w->watermark); /* rows that left go for real
 												 * first (join.c) */
-	for (int s = 0; s < nkeyed; s++)
+	if (keyed)
 	{
-		weir_keyed_collect(keyed[s], w->watermark, &collected[s]);
-		n->state_rows += collected[s].entries;
-		n->bytes += collected[s].bytes;
+		weir_keyed_collect(keyed, w->watermark, &collected);
+		n->state_rows += collected.entries;
+		n->bytes += collected.bytes;
 	}
 	LWLockRelease(&w->slot->lock);
 	n->sink_rows = pending[0].n;
 	if (pending[0].n > 0)
 		weir_package_add_columns(pkg, WEIR_PKG_SINK_INSERT, InvalidOid, pending,
 								 w->plan->nsinkcols);
-	for (int s = 0; s < nkeyed; s++)
-		weir_keyed_package(keyed[s], pkg, w->watermark, &collected[s]);
+	if (keyed)
+		weir_keyed_package(keyed, pkg, w->watermark, &collected);
 }
 
 /* Positions, dead letters and late records: what every kind writes. */
@@ -610,11 +610,11 @@ weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackag
 
 	weir_package_begin(pkg);
 	if (plan->op == WEIR_OP_DEDUP || plan->op == WEIR_OP_PROJECTION)
-		kept_collect(w, pkg, w->dedup->pending, &w->dedup->ids, w->dedup->ids ? 1 : 0, &n);
+		kept_collect(w, pkg, w->dedup->pending, w->dedup->ids, &n);
 	else if (plan->op == WEIR_OP_LAST_VALUE)
 		last_value_collect(w, pkg, &n);
 	else if (plan->op == WEIR_OP_JOIN)
-		kept_collect(w, pkg, w->join->pending, w->join->sides, 2, &n);
+		kept_collect(w, pkg, w->join->pending, w->join->keys, &n);
 	else
 		window_collect(w, pkg, &n);
 	progress_collect(w, pkg);
@@ -735,10 +735,7 @@ weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res)
 	else if (w->dedup && w->dedup->ids)
 		weir_keyed_chunks_deleted(w->dedup->ids, res->deleted_bytes[0]);
 	else if (w->join)
-	{
-		for (int s = 0; s < 2; s++)
-			weir_keyed_chunks_deleted(w->join->sides[s], res->deleted_bytes[s]);
-	}
+		weir_keyed_chunks_deleted(w->join->keys, res->deleted_bytes[0]);
 	else if (w->plan->op == WEIR_OP_WINDOW)
 		weir_window_chunks_deleted(&w->window_chunks, res->deleted_bytes[0]);
 	if (res->sink_rows >= WEIR_SINK_ROWS_MEASURED)
@@ -805,13 +802,7 @@ weir_checkpoint_restore(WeirWorker *w)
 	else if (w->plan->op == WEIR_OP_LAST_VALUE)
 		windows = weir_keyed_restore(w->last_value->keys, w->row.id, watermark, &bytes);
 	else if (w->plan->op == WEIR_OP_JOIN)
-	{
-		int64		right_bytes;
-
-		windows = weir_keyed_restore(w->join->sides[0], w->row.id, watermark, &bytes);
-		windows += weir_keyed_restore(w->join->sides[1], w->row.id, watermark, &right_bytes);
-		bytes += right_bytes;
-	}
+		windows = weir_keyed_restore(w->join->keys, w->row.id, watermark, &bytes);
 	else
 		windows = weir_window_chunks_restore(&w->window_chunks, w->row.id, watermark,
 											 w->lateness, restore_window, w, &bytes);

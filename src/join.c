@@ -17,15 +17,19 @@
  * buffer without ever having matched, the row with the right's columns
  * null.
  *
- * State.  Per side, keyed state (keyed.c, space = side) holds one entry
- * per key; its state is the latest row time (for expiry: the entry leaves
- * when every row in it has) and a list of rows in the store's DSA area
- * (carved from blocks, row_arena.c), newest first, each with its side's
- * column values (datumSerialize) and a matched flag.  Rows are pruned
- * when their key is next touched, and with their entry.  Chunk images
- * carry the rows (image_hook / restore_hook); before each checkpoint every
- * row that has left is drained for real (weir_join_drain), because a
- * restore skips entries whose time has passed.
+ * State.  One keyed entry per key (keyed.c) holds both sides' rows, so a
+ * record costs one lookup: it finds its key's entry (creating it), matches
+ * the other side's rows there and adds its own.  The entry's time is the
+ * latest row time plus its side's bound: once the watermark passes it, no
+ * row of the key can match anything more, and the entry expires (keyed.c's
+ * buckets).  Rows are lists in the store's DSA area (carved from blocks per
+ * side, row_arena.c), newest first, each with its side's column values
+ * (datumSerialize) and a matched flag; a row whose own bound has passed is
+ * pruned when its key is next touched, the rest go with their entry.
+ * Chunk images carry the rows (image_hook / restore_hook: the left's, then
+ * the right's); before each checkpoint every row that has left is drained
+ * for real (weir_join_drain), because a restore skips entries whose time
+ * has passed.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -63,15 +67,21 @@ row_at(WeirJoin *j, dsa_pointer dp)
 }
 
 static inline JoinKeyState *
-key_state(WeirJoin *j, int side, dsa_pointer entry)
+key_state(WeirJoin *j, dsa_pointer entry)
 {
-	return (JoinKeyState *) weir_keyed_state(j->sides[side], entry);
+	return (JoinKeyState *) weir_keyed_state(j->keys, entry);
 }
 
 static inline Size
 row_size(uint32 len)
 {
 	return offsetof(JoinRow, values) + len;
+}
+
+static inline WeirPlan *
+side_plan(WeirJoin *j, int side)
+{
+	return side == 0 ? j->plan : j->plan->right;
 }
 
 /* A row's column values back as Datums, in the pending rows' memory. */
@@ -109,39 +119,34 @@ emit(WeirJoin *j, Datum *lvalues, bool *lnulls, Datum *rvalues, bool *rnulls)
 static void
 emit_unmatched(WeirJoin *j, JoinRow *row)
 {
-	int			n = Max(j->plan->ncolumns, 1);
-	/* in the pending rows' memory: this may run outside any transaction */
-	Datum	   *values = MemoryContextAlloc(j->pending_cxt, sizeof(Datum) * n);
-	bool	   *nulls = MemoryContextAlloc(j->pending_cxt, sizeof(bool) * n);
-
-	restore_values(j, row, j->plan->ncolumns, values, nulls);
-	emit(j, values, nulls, NULL, NULL);
-}
-
-static void
-free_row(WeirJoin *j, int side, dsa_pointer dp)
-{
-	JoinRow    *row = row_at(j, dp);
-
-	if (side == 0 && j->plan->left_outer && !row->matched)
-		emit_unmatched(j, row);
-	j->sides[side]->live_bytes -= ROW_IMAGE_HEADER + row->len;
-	weir_row_arena_free(&j->arenas[side], dp, row->arena_off);
+	/* the values go to the pending rows' memory: this may run outside any transaction */
+	restore_values(j, row, j->plan->ncolumns, j->theirs, j->their_nulls);
+	emit(j, j->theirs, j->their_nulls, NULL, NULL);
 }
 
 /*
- * Drop the rows of an entry that can match nothing more (t + bound below
- * the watermark); returns whether any went.
+ * A row leaves memory; a left outer join's unmatched left row is emitted
+ * then, unless `settle` is false (a restore replacing an older version).
  */
-static bool
-prune(WeirJoin *j, int side, dsa_pointer entry, TimestampTz watermark)
+static void
+free_row(WeirJoin *j, int side, dsa_pointer dp, bool settle)
 {
-	JoinKeyState *s = key_state(j, side, entry);
-	dsa_pointer *link = &s->rows;
-	bool		pruned = false;
+	JoinRow    *row = row_at(j, dp);
+
+	if (settle && side == 0 && j->plan->left_outer && !row->matched)
+		emit_unmatched(j, row);
+	j->keys->live_bytes -= ROW_IMAGE_HEADER + row->len;
+	weir_row_arena_free(&j->arenas[side], dp, row->arena_off);
+}
+
+/* Drop the rows of an entry's side that can match nothing more (t + bound below the watermark). */
+static void
+prune(WeirJoin *j, JoinKeyState *s, int side, TimestampTz watermark)
+{
+	dsa_pointer *link = &s->rows[side];
 
 	if (TIMESTAMP_NOT_FINITE(watermark))
-		return false;
+		return;
 	while (DsaPointerIsValid(*link))
 	{
 		dsa_pointer dp = *link;
@@ -150,36 +155,50 @@ prune(WeirJoin *j, int side, dsa_pointer entry, TimestampTz watermark)
 		if (row->t + j->bound[side] < watermark)
 		{
 			*link = row->next;
-			free_row(j, side, dp);
-			s->nrows--;
-			pruned = true;
+			free_row(j, side, dp, true);
+			s->nrows[side]--;
 		}
 		else
 			link = &row->next;
 	}
-	return pruned;
 }
 
 /* keyed.c hooks ------------------------------------------------------------ */
 
+/* An entry's rows after its state: the left's, then the right's. */
 static void
 image_rows(void *arg, WeirKeyed *k, WeirWindow *w, StringInfo buf)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
 	JoinKeyState *s = (JoinKeyState *) weir_window_states(k->store->root, w);
 
-	for (dsa_pointer dp = s->rows; DsaPointerIsValid(dp);)
-	{
-		JoinRow    *row = row_at(j, dp);
+	for (int side = 0; side < 2; side++)
+		for (dsa_pointer dp = s->rows[side]; DsaPointerIsValid(dp);)
+		{
+			JoinRow    *row = row_at(j, dp);
 
-		appendBinaryStringInfo(buf, (char *) &row->t, sizeof(TimestampTz));
-		appendBinaryStringInfo(buf, (char *) &row->pos, sizeof(int64));
-		appendBinaryStringInfo(buf, (char *) &row->part, sizeof(int32));
-		appendBinaryStringInfo(buf, (char *) &row->matched, sizeof(uint32));
-		appendBinaryStringInfo(buf, (char *) &row->len, sizeof(uint32));
-		appendBinaryStringInfo(buf, row->values, row->len);
-		dp = row->next;
+			appendBinaryStringInfo(buf, (char *) &row->t, sizeof(TimestampTz));
+			appendBinaryStringInfo(buf, (char *) &row->pos, sizeof(int64));
+			appendBinaryStringInfo(buf, (char *) &row->part, sizeof(int32));
+			appendBinaryStringInfo(buf, (char *) &row->matched, sizeof(uint32));
+			appendBinaryStringInfo(buf, (char *) &row->len, sizeof(uint32));
+			appendBinaryStringInfo(buf, row->values, row->len);
+			dp = row->next;
+		}
+}
+
+/* Free every row of an entry's side (settle: as free_row). */
+static void
+free_rows(WeirJoin *j, JoinKeyState *s, int side, bool settle)
+{
+	while (DsaPointerIsValid(s->rows[side]))
+	{
+		dsa_pointer next = row_at(j, s->rows[side])->next;
+
+		free_row(j, side, s->rows[side], settle);
+		s->rows[side] = next;
 	}
+	s->nrows[side] = 0;
 }
 
 static int64
@@ -187,90 +206,82 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 			 const char *p, Size avail)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
-	int			side = k->space;
 	JoinKeyState image;
 	const char *start = p;
-	dsa_pointer *tail = NULL;
 	JoinKeyState *s = NULL;
 
 	memcpy(&image, state, sizeof(JoinKeyState));
-	if (image.nrows < 0)
+	if (image.nrows[0] < 0 || image.nrows[1] < 0)
 		return -1;
 	if (DsaPointerIsValid(entry))
 	{
-		/* a later version replaces the rows of an earlier one */
-		s = key_state(j, side, entry);
-		while (DsaPointerIsValid(s->rows))
-		{
-			dsa_pointer next = row_at(j, s->rows)->next;
-
-			j->sides[side]->live_bytes -= ROW_IMAGE_HEADER + row_at(j, s->rows)->len;
-			weir_row_arena_free(&j->arenas[side], s->rows, row_at(j, s->rows)->arena_off);
-			s->rows = next;
-		}
+		/*
+		 * A later version replaces the rows of an earlier one (those that
+		 * are not in it left as it says: none is emitted now)
+		 */
+		s = key_state(j, entry);
+		free_rows(j, s, 0, false);
+		free_rows(j, s, 1, false);
 		s->t = image.t;
-		s->nrows = 0;
-		tail = &s->rows;
 	}
-	for (int64 i = 0; i < image.nrows; i++)
+	for (int side = 0; side < 2; side++)
 	{
-		JoinRow		hdr;
+		dsa_pointer *tail = s ? &s->rows[side] : NULL;
 
-		if (avail - (p - start) < ROW_IMAGE_HEADER)
-			return -1;
-		memcpy(&hdr.t, p, sizeof(TimestampTz));
-		memcpy(&hdr.pos, p + 8, sizeof(int64));
-		memcpy(&hdr.part, p + 16, sizeof(int32));
-		memcpy(&hdr.matched, p + 20, sizeof(uint32));
-		memcpy(&hdr.len, p + 24, sizeof(uint32));
-		p += ROW_IMAGE_HEADER;
-		if (avail - (p - start) < hdr.len)
-			return -1;
-		if (s)
+		for (int32 i = 0; i < image.nrows[side]; i++)
 		{
-			uint32		off;
-			dsa_pointer dp = weir_row_arena_alloc(&j->arenas[side], row_size(hdr.len), &off);
-			JoinRow    *row;
+			JoinRow		hdr;
 
-			if (!DsaPointerIsValid(dp))
-				ereport(ERROR,
-						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-						 errmsg("checkpoint of the join does not fit in its max_state_memory"),
-						 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
-			row = row_at(j, dp);
-			row->arena_off = off;
-			row->next = InvalidDsaPointer;
-			row->t = hdr.t;
-			row->pos = hdr.pos;
-			row->part = hdr.part;
-			row->matched = hdr.matched;
-			row->len = hdr.len;
-			memcpy(row->values, p, hdr.len);
-			*tail = dp;
-			tail = &row->next;
-			s->nrows++;
-			j->sides[side]->live_bytes += ROW_IMAGE_HEADER + hdr.len;
+			if (avail - (p - start) < ROW_IMAGE_HEADER)
+				return -1;
+			memcpy(&hdr.t, p, sizeof(TimestampTz));
+			memcpy(&hdr.pos, p + 8, sizeof(int64));
+			memcpy(&hdr.part, p + 16, sizeof(int32));
+			memcpy(&hdr.matched, p + 20, sizeof(uint32));
+			memcpy(&hdr.len, p + 24, sizeof(uint32));
+			p += ROW_IMAGE_HEADER;
+			if (avail - (p - start) < hdr.len)
+				return -1;
+			if (s)
+			{
+				uint32		off;
+				dsa_pointer dp = weir_row_arena_alloc(&j->arenas[side], row_size(hdr.len), &off);
+				JoinRow    *row;
+
+				if (!DsaPointerIsValid(dp))
+					ereport(ERROR,
+							(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+							 errmsg("checkpoint of the join does not fit in its max_state_memory"),
+							 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
+				row = row_at(j, dp);
+				row->arena_off = off;
+				row->next = InvalidDsaPointer;
+				row->t = hdr.t;
+				row->pos = hdr.pos;
+				row->part = hdr.part;
+				row->matched = hdr.matched;
+				row->len = hdr.len;
+				memcpy(row->values, p, hdr.len);
+				*tail = dp;
+				tail = &row->next;
+				s->nrows[side]++;
+				j->keys->live_bytes += ROW_IMAGE_HEADER + hdr.len;
+			}
+			p += hdr.len;
 		}
-		p += hdr.len;
 	}
 	return p - start;
 }
 
-/* An entry leaves: every row in it has (its latest row's time passed). */
+/* An entry leaves: every row in it has (its time passed). */
 static void
 remove_rows(void *arg, WeirKeyed *k, dsa_pointer entry)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
-	JoinKeyState *s = key_state(j, k->space, entry);
+	JoinKeyState *s = key_state(j, entry);
 
-	while (DsaPointerIsValid(s->rows))
-	{
-		dsa_pointer next = row_at(j, s->rows)->next;
-
-		free_row(j, k->space, s->rows);
-		s->rows = next;
-	}
-	s->nrows = 0;
+	free_rows(j, s, 0, true);
+	free_rows(j, s, 1, true);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -281,25 +292,32 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	MemoryContext cxt = AllocSetContextCreate(parent, "weir join", ALLOCSET_DEFAULT_SIZES);
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
 	WeirJoin   *j = palloc0(sizeof(WeirJoin));
+	int			ncols = Max(Max(plan->ncolumns, plan->right->ncolumns), 1);
+	WeirKeyed  *k;
 
 	j->plan = plan;
 	j->store = store;
 	j->bound[0] = plan->join_lower;
 	j->bound[1] = plan->join_upper;
 	j->watermark = DT_NOBEGIN;
-	for (int side = 0; side < 2; side++)
-	{
-		/* an entry expires once its latest row has: t + bound < watermark */
-		WeirKeyed  *k = weir_keyed_create(plan, store, side, sizeof(JoinKeyState),
-										  j->bound[side] + 1, false, cxt);
 
-		k->hook_arg = j;
-		k->image_hook = image_rows;
-		k->restore_hook = restore_rows;
-		k->remove_hook = remove_rows;
-		j->sides[side] = k;
+	/*
+	 * An entry's t already has its side's bound in it: it expires once t <
+	 * the watermark (t + 1 <= it).  Its buckets are as wide as an eighth of
+	 * the larger bound, as a side's own were (an entry stays at most that
+	 * much after its time; not one bucket a second over an hour's span).
+	 */
+	k = weir_keyed_create(plan, store, 0, sizeof(JoinKeyState), 1, false, cxt);
+	k->bucket_width = Max(Max(j->bound[0], j->bound[1]) / 8, USECS_PER_SEC);
+	k->hook_arg = j;
+	k->image_hook = image_rows;
+	k->restore_hook = restore_rows;
+	k->remove_hook = remove_rows;
+	j->keys = k;
+	for (int side = 0; side < 2; side++)
 		weir_row_arena_init(&j->arenas[side], store);
-	}
+	j->theirs = palloc(sizeof(Datum) * ncols);
+	j->their_nulls = palloc(sizeof(bool) * ncols);
 	j->pending_cxt = AllocSetContextCreate(cxt, "weir join pending rows",
 										   ALLOCSET_DEFAULT_SIZES);
 	j->column_types = palloc(sizeof(WeirColumn) * plan->nsinkcols);
@@ -317,6 +335,24 @@ weir_join_is_late(WeirJoin *j, TimestampTz t, TimestampTz watermark)
 	return !TIMESTAMP_NOT_FINITE(watermark) && t < watermark;
 }
 
+/* This record's values, copied into the pending rows' memory to emit with pairs. */
+static Datum *
+copy_own(WeirJoin *j, WeirPlan *plan, Datum *values, bool *nulls, bool **own_nulls)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(j->pending_cxt);
+	Datum	   *own = palloc(sizeof(Datum) * Max(plan->ncolumns, 1));
+
+	*own_nulls = palloc(sizeof(bool) * Max(plan->ncolumns, 1));
+	for (int i = 0; i < plan->ncolumns; i++)
+	{
+		(*own_nulls)[i] = nulls[i];
+		own[i] = nulls[i] ? (Datum) 0 :
+			datumCopy(values[i], plan->columns[i].typbyval, plan->columns[i].typlen);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	return own;
+}
+
 /*
  * One row of `side`: join it with the other side's rows of its key, then
  * buffer it.  *matches: pairs emitted.  Returns false if state memory ran
@@ -328,14 +364,12 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 				TimestampTz watermark, int64 *matches)
 {
 	int			other = 1 - side;
-	WeirPlan   *plan = side == 0 ? j->plan : j->plan->right;
-	WeirPlan   *other_plan = other == 0 ? j->plan : j->plan->right;
+	WeirPlan   *plan = side_plan(j, side);
+	WeirPlan   *other_plan = side_plan(j, other);
 	bool		created;
 	dsa_pointer entry;
 	Datum	   *own = NULL;			/* this row's values, copied once matched */
 	bool	   *own_nulls = NULL;
-	Datum	   *theirs = palloc(sizeof(Datum) * Max(other_plan->ncolumns, 1));
-	bool	   *their_nulls = palloc(sizeof(bool) * Max(other_plan->ncolumns, 1));
 	bool		matched = false;
 	Size		len = 0;
 	dsa_pointer dp;
@@ -345,58 +379,44 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 
 	j->watermark = watermark;
 	*matches = 0;
-	entry = weir_window_entry_find(j->store, other, key, keylen, false, &created);
-	if (DsaPointerIsValid(entry))
+	entry = weir_keyed_enter(j->keys, key, keylen, t + j->bound[side], &created);
+	if (!DsaPointerIsValid(entry))
+		return false;
+	s = key_state(j, entry);
+	if (!created)
 	{
-		if (prune(j, other, entry, watermark))
-			weir_keyed_touch(j->sides[other], entry);
-		for (dsa_pointer odp = key_state(j, other, entry)->rows; DsaPointerIsValid(odp);)
+		prune(j, s, other, watermark);
+		prune(j, s, side, watermark);
+		for (dsa_pointer odp = s->rows[other]; DsaPointerIsValid(odp);)
 		{
 			JoinRow    *o = row_at(j, odp);
 			TimestampTz lt = side == 0 ? t : o->t;
 			TimestampTz rt = side == 0 ? o->t : t;
 
-			if (rt - plan->join_lower <= lt && lt <= rt + plan->join_upper)
+			if (rt - j->bound[0] <= lt && lt <= rt + j->bound[1])
 			{
 				if (own == NULL)
-				{
-					MemoryContext oldcxt = MemoryContextSwitchTo(j->pending_cxt);
-
-					own = palloc(sizeof(Datum) * Max(plan->ncolumns, 1));
-					own_nulls = palloc(sizeof(bool) * Max(plan->ncolumns, 1));
-					for (int i = 0; i < plan->ncolumns; i++)
-					{
-						own_nulls[i] = nulls[i];
-						own[i] = nulls[i] ? (Datum) 0 :
-							datumCopy(values[i], plan->columns[i].typbyval,
-									  plan->columns[i].typlen);
-					}
-					MemoryContextSwitchTo(oldcxt);
-				}
-				restore_values(j, o, other_plan->ncolumns, theirs, their_nulls);
+					own = copy_own(j, plan, values, nulls, &own_nulls);
+				restore_values(j, o, other_plan->ncolumns, j->theirs, j->their_nulls);
 				if (side == 0)
-					emit(j, own, own_nulls, theirs, their_nulls);
+					emit(j, own, own_nulls, j->theirs, j->their_nulls);
 				else
-					emit(j, theirs, their_nulls, own, own_nulls);
+					emit(j, j->theirs, j->their_nulls, own, own_nulls);
 				matched = true;
 				(*matches)++;
-				if (other == 0 && !o->matched)
-				{
+				if (other == 0)
 					o->matched = 1;
-					weir_keyed_touch(j->sides[other], entry);
-				}
 			}
 			odp = o->next;
 		}
+		if (t + j->bound[side] > s->t)
+			s->t = t + j->bound[side];
 	}
 
 	/* buffer the row on its side */
 	for (int i = 0; i < plan->ncolumns; i++)
 		len += datumEstimateSpace(values[i], nulls[i], plan->columns[i].typbyval,
 								  plan->columns[i].typlen);
-	entry = weir_keyed_enter(j->sides[side], key, keylen, t, &created);
-	if (!DsaPointerIsValid(entry))
-		return false;
 	dp = weir_row_arena_alloc(&j->arenas[side], row_size(len), &off);
 	if (!DsaPointerIsValid(dp))
 		return false;
@@ -414,16 +434,11 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 			datumSerialize(values[i], nulls[i], plan->columns[i].typbyval,
 						   plan->columns[i].typlen, &p);
 	}
-	s = key_state(j, side, entry);
-	if (!created)
-		(void) prune(j, side, entry, watermark);
-	row->next = s->rows;
-	s->rows = dp;
-	s->nrows++;
-	if (t > s->t)
-		s->t = t;
-	j->sides[side]->live_bytes += ROW_IMAGE_HEADER + len;
-	weir_keyed_touch(j->sides[side], entry);
+	row->next = s->rows[side];
+	s->rows[side] = dp;
+	s->nrows[side]++;
+	j->keys->live_bytes += ROW_IMAGE_HEADER + len;
+	weir_keyed_touch(j->keys, entry);
 	return true;
 }
 
@@ -432,8 +447,7 @@ void
 weir_join_expire(WeirJoin *j, TimestampTz watermark)
 {
 	j->watermark = watermark;
-	for (int side = 0; side < 2; side++)
-		(void) weir_keyed_expire(j->sides[side], watermark);
+	(void) weir_keyed_expire(j->keys, watermark);
 }
 
 /*
@@ -443,15 +457,17 @@ weir_join_expire(WeirJoin *j, TimestampTz watermark)
 void
 weir_join_drain(WeirJoin *j, TimestampTz watermark)
 {
-	j->watermark = watermark;
-	for (int side = 0; side < 2; side++)
-	{
-		WeirKeyed  *k = j->sides[side];
+	WeirKeyed  *k = j->keys;
 
-		(void) weir_keyed_expire_exact(k, watermark);
-		/* entries changed since the last checkpoint stay: empty their lists */
-		for (int i = 0; i < k->ndirty; i++)
-			(void) prune(j, side, k->dirty[i], watermark);
+	j->watermark = watermark;
+	(void) weir_keyed_expire_exact(k, watermark);
+	/* entries changed since the last checkpoint stay: empty their lists */
+	for (int i = 0; i < k->ndirty; i++)
+	{
+		JoinKeyState *s = key_state(j, k->dirty[i]);
+
+		prune(j, s, 0, watermark);
+		prune(j, s, 1, watermark);
 	}
 }
 

@@ -18,20 +18,25 @@
 #include "keyed.h"
 #include "row_arena.h"
 
-/* A key's entry state (keyed.c reads t, which must come first) */
+/*
+ * A key's entry state, both sides' rows (keyed.c reads t, which must come
+ * first): one entry per key, so a record costs one lookup.
+ */
 typedef struct JoinKeyState
 {
-	TimestampTz t;				/* the latest row's time */
-	dsa_pointer rows;			/* newest first */
-	int64		nrows;
+	TimestampTz t;				/* the latest row time + its side's bound:
+								 * past it, no row of the key can match */
+	dsa_pointer rows[2];		/* per side, newest first */
+	int32		nrows[2];
 } JoinKeyState;
 
 typedef struct WeirJoin
 {
 	WeirPlan   *plan;			/* the left side's; plan->right the right's */
 	WeirWindowStore *store;
-	WeirKeyed  *sides[2];		/* per side: one entry per key, its rows */
-	WeirRowArena arenas[2];		/* per side: the rows' memory */
+	WeirKeyed  *keys;			/* one entry per key: both sides' rows */
+	WeirRowArena arenas[2];		/* per side: the rows' memory (a side's rows
+								 * leave in about arrival order) */
 	int64		bound[2];		/* a row can match until t + bound[side] */
 	TimestampTz watermark;		/* as of the last apply or drain */
 
@@ -39,6 +44,10 @@ typedef struct WeirJoin
 	MemoryContext pending_cxt;
 	WeirColumn *pending;		/* [plan->nsinkcols] */
 	WeirColumn *column_types;
+
+	/* a buffered row's values, read back to emit a pair */
+	Datum	   *theirs;
+	bool	   *their_nulls;
 } WeirJoin;
 
 extern WeirJoin *weir_join_create(WeirPlan *plan, WeirWindowStore *store,

@@ -505,7 +505,7 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 
 		weir_window_iter_init(&iter, d->store);
 		while ((w = weir_window_iter_next(&iter)) != NULL)
-			if (w->start == d->space)	/* a join's other side has its own */
+			if (w->start == d->space)	/* another space's entries are not ours */
 				chunk_add(&cb, w);
 	}
 	else

@@ -52,7 +52,8 @@ typedef void (*WeirKeyedRemoveHook) (void *arg, WeirKeyed *k, dsa_pointer dp);
 struct WeirKeyed
 {
 	WeirPlan   *plan;
-	int			space;			/* a join's side: entries and chunks apart */
+	int			space;			/* its entries' start and chunks' space: keeps
+								 * states of one store apart (0 for all today) */
 	Size		state_size;		/* fixed state bytes per entry */
 	WeirWindowStore *store;		/* the entries, as windows at start 0 */
 	int64		retention;		/* us of event time after t; 0: forever */

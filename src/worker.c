@@ -752,7 +752,7 @@ held_entries(WeirWorker *w)
 	if (w->last_value)
 		return w->last_value->keys->nheld;
 	if (w->join)
-		return w->join->sides[0]->nheld + w->join->sides[1]->nheld;
+		return w->join->keys->nheld;
 	return 0;
 }
 
@@ -956,8 +956,7 @@ run(WeirWorker *w)
 				(void) weir_keyed_after_checkpoint(w->last_value->keys);
 			if (w->join)
 			{
-				for (int s = 0; s < 2; s++)
-					(void) weir_keyed_after_checkpoint(w->join->sides[s]);
+				(void) weir_keyed_after_checkpoint(w->join->keys);
 				if (w->join->pending[0].n > 0)
 					w->changed = true;
 			}
