@@ -321,11 +321,12 @@ CREATE TABLE weir.pipeline_position (
 -- ones (compaction).
 CREATE TABLE weir.pipeline_chunk (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
-	space			smallint NOT NULL,		-- a join's side (0: left), else 0
+	space			smallint NOT NULL,		-- 0 (keeps states of one pipeline apart)
 	chunk			bigint NOT NULL,
 	expires_at		timestamptz,			-- NULL: never (no horizon)
 	entries			integer NOT NULL,
 	data			bytea NOT NULL,
+	format			smallint NOT NULL,		-- layout of data (WEIR_STATE_FORMAT)
 	PRIMARY KEY (pipeline_id, space, chunk)
 );
 ALTER TABLE weir.pipeline_chunk ALTER COLUMN data SET STORAGE EXTERNAL;

@@ -37,21 +37,54 @@ weir_chunk_make(const StringInfoData *buf, int32 entries, TimestampTz expires_at
 	return c;
 }
 
+/*
+ * Refuse a checkpoint written in another state format (by another build of
+ * weir): read as this build's, its bytes would make wrong state, or none.
+ */
+static void
+check_format(int32 id, int space)
+{
+	Oid			types[3] = {INT4OID, INT2OID, INT2OID};
+	Datum		values[3] = {Int32GetDatum(id), Int16GetDatum(space),
+	Int16GetDatum(WEIR_STATE_FORMAT)};
+	bool		isnull;
+	int16		format;
+	char	   *name;
+
+	weir_catalog_exec("SELECT c.format, p.name FROM weir.pipeline_chunk c "
+					  "JOIN weir.pipeline p ON p.id = c.pipeline_id "
+					  "WHERE c.pipeline_id = $1 AND c.space = $2 AND c.format <> $3 LIMIT 1",
+					  3, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	format = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										 &isnull));
+	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the checkpoint of pipeline \"%s\" is in state format %d, this build of weir reads format %d",
+					name, format, WEIR_STATE_FORMAT),
+			 errdetail("It was written by another version of weir."),
+			 errhint("Drop and recreate the pipeline (its state is rebuilt from the topic), or run the weir build that wrote it.")));
+}
+
 void
 weir_catalog_write_chunk(int32 id, int space, int64 chunk, TimestampTz expires_at,
 						 int32 entries, bytea *data)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[6] = {INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
-	Datum		values[6] = {Int32GetDatum(id), Int16GetDatum(space), Int64GetDatum(chunk),
+	Oid			types[7] = {INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID,
+	INT2OID};
+	Datum		values[7] = {Int32GetDatum(id), Int16GetDatum(space), Int64GetDatum(chunk),
 		TimestampTzGetDatum(expires_at), Int32GetDatum(entries),
-	PointerGetDatum(data)};
-	char		nulls[6] = {' ', ' ', ' ', TIMESTAMP_NOT_FINITE(expires_at) ? 'n' : ' ', ' ', ' '};
+	PointerGetDatum(data), Int16GetDatum(WEIR_STATE_FORMAT)};
+	char		nulls[7] = {' ', ' ', ' ', TIMESTAMP_NOT_FINITE(expires_at) ? 'n' : ' ', ' ', ' ',
+	' '};
 
 	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("INSERT INTO weir.pipeline_chunk (pipeline_id, space, chunk, expires_at, entries, data) "
-					  "VALUES ($1, $2, $3, $4, $5, $6)",
-					  6, types, values, nulls, SPI_OK_INSERT);
+	weir_catalog_exec("INSERT INTO weir.pipeline_chunk (pipeline_id, space, chunk, expires_at, entries, data, format) "
+					  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+					  7, types, values, nulls, SPI_OK_INSERT);
 	weir_catalog_privileged_end(&p);
 }
 
@@ -126,7 +159,8 @@ weir_catalog_apply_chunks(int32 id, int space, List *chunks, int64 first_chunk,
 /*
  * Feed every chunk of a pipeline to `cb`, oldest first, one at a time
  * (a chunk can be large).  Returns the number of chunks; *bytes their size,
- * *next_chunk the number after the newest.
+ * *next_chunk the number after the newest.  A chunk of another state
+ * format than this build's is an error, before any chunk is read.
  */
 int64
 weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
@@ -142,6 +176,7 @@ weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
 	*bytes = 0;
 	*next_chunk = 1;
 	weir_catalog_privileged_begin(&p);
+	check_format(id, space);
 	plan = SPI_prepare("SELECT chunk, data FROM weir.pipeline_chunk "
 					   "WHERE pipeline_id = $1 AND space = $2 ORDER BY chunk", 2, types);
 	if (plan == NULL)

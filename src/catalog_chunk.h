@@ -17,6 +17,16 @@
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 
+/*
+ * The layout of the entry images in a chunk's data, stamped on every chunk
+ * written: a restore refuses chunks of another layout rather than read
+ * them as its own.  Bump it with any change to what an image holds: window
+ * entries (checkpoint.c, window_chunks.c) and their aggregate states
+ * (aggregate.c), keyed entries (keyed.c), a join's rows (join.c).
+ *   1: 16-byte sum(int) states; a join's key entry holds both sides' rows
+ */
+#define WEIR_STATE_FORMAT 1
+
 typedef void (*WeirChunkCallback) (void *arg, const char *data, Size len);
 
 /* One chunk of a checkpoint: built in its sync phase, written in the async one */
