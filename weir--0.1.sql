@@ -498,7 +498,8 @@ CREATE FUNCTION weir._pipeline_state(
 	OUT records_late bigint,
 	OUT records_dead bigint,
 	OUT records_dropped bigint,
-	OUT watermark_note text)
+	OUT watermark_note text,
+	OUT writer_pid integer)
 RETURNS SETOF record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_pipeline_state';
 
@@ -510,6 +511,7 @@ CREATE VIEW weir.pipelines AS
 				WHEN p.enabled THEN 'starting'
 				ELSE p.status END AS status,
 		   s.worker_pid,
+		   s.writer_pid,
 		   (SELECT jsonb_object_agg(pp.part, pp.pos ORDER BY pp.part)
 			  FROM weir.pipeline_position pp WHERE pp.pipeline_id = p.id) AS positions,
 		   s.lag_rows,

@@ -144,6 +144,9 @@ release_writer(WeirPipelineSlot *slot)
 	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
 	slot->has_writer = false;
 	LWLockRelease(weir_shmem()->lock);
+	SpinLockAcquire(&slot->mutex);
+	slot->writer_pid = 0;
+	SpinLockRelease(&slot->mutex);
 }
 
 /*
@@ -217,6 +220,10 @@ weir_writer_start(WeirWorker *w, int pipelines)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("checkpoint writer of pipeline \"%s\" exited at its start", w->row.name),
 				 errhint("See the server log for why.")));
+	/* weir.pipelines shows it */
+	SpinLockAcquire(&w->slot->mutex);
+	w->slot->writer_pid = pid;
+	SpinLockRelease(&w->slot->mutex);
 	MemoryContextSwitchTo(oldcxt);
 	return link;
 }

@@ -907,7 +907,7 @@ weir_alter_pipeline(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-#define PIPELINE_STATE_COLS 14
+#define PIPELINE_STATE_COLS 15
 
 /* a partition silent this long while holding the watermark back is named */
 #define WATERMARK_STALL_USECS (10 * USECS_PER_SEC)
@@ -927,6 +927,7 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		bool		nulls[PIPELINE_STATE_COLS];
 		int32		id;
 		int			pid;
+		int			writer_pid;
 		TimestampTz watermark;
 		int64		checkpoint_id;
 		TimestampTz checkpoint_at;
@@ -943,6 +944,7 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		SpinLockAcquire(&p->mutex);
 		id = p->dboid == MyDatabaseId ? p->pipeline_id : 0;
 		pid = p->pid;
+		writer_pid = p->writer_pid;
 		watermark = p->watermark;
 		checkpoint_id = p->checkpoint_id;
 		checkpoint_at = p->checkpoint_at;
@@ -976,6 +978,8 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_late));
 		values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dead));
 		values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dropped));
+		values[14] = Int32GetDatum(writer_pid);
+		nulls[14] = writer_pid == 0;
 		nulls[13] = true;
 		/*
 		 * Say plainly why state that waits for the watermark stays: a

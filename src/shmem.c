@@ -204,6 +204,7 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 		found->pipeline_id = pipeline_id;
 		found->pid = 0;
 		found->has_writer = false;
+		found->writer_pid = 0;
 		found->latch = NULL;
 		found->watermark = DT_NOBEGIN;
 		found->checkpoint_id = 0;

@@ -70,6 +70,7 @@ typedef struct WeirPipelineSlot
 	int			pid;			/* worker; 0 when none */
 	bool		has_writer;		/* its worker runs a checkpoint writer (under
 								 * WeirShmem.lock) */
+	int			writer_pid;		/* that writer, once connected; 0: none */
 	Latch	   *latch;			/* the worker's */
 	TimestampTz watermark;		/* DT_NOBEGIN until the first one */
 	int64		checkpoint_id;	/* last committed */

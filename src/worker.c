@@ -79,6 +79,7 @@ worker_detach(int code, Datum arg)
 	LWLockRelease(&slot->lock);
 	SpinLockAcquire(&slot->mutex);
 	slot->pid = 0;
+	slot->writer_pid = 0;		/* the writer exits with its worker */
 	slot->latch = NULL;
 	SpinLockRelease(&slot->mutex);
 	ConditionVariableBroadcast(&slot->checkpoint_cv);

@@ -96,6 +96,10 @@ ok(running('a'), 'pipeline a runs');
 ok($node->poll_query_until('postgres',
 		q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'weir checkpoint writer'}, '1'),
 	'pipeline a has a checkpoint writer');
+is( $node->safe_psql('postgres', q{SELECT writer_pid FROM weir.pipelines WHERE name = 'a'}),
+	$node->safe_psql('postgres',
+		q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'weir checkpoint writer'}),
+	'weir.pipelines shows the pid of a\'s checkpoint writer');
 
 $node->safe_psql('postgres', q{
 SELECT weir.create_pipeline('b', 'ev', key => 'k', event_time => 'ts',
@@ -106,6 +110,8 @@ $node->wait_for_log(qr/weir pipeline "b" writes its checkpoints itself: no backg
 	$offset);
 pass('pipeline b writes its own checkpoints: no slot to spare for a writer');
 is(writers(), '1', 'still one checkpoint writer (a\'s)');
+is($node->safe_psql('postgres', q{SELECT writer_pid IS NULL FROM weir.pipelines WHERE name = 'b'}),
+	't', 'weir.pipelines shows no checkpoint writer for b');
 
 # a checkpoint of each, written by a's writer and by b's worker
 my $watermark_sql = q{SELECT watermark FROM weir.pipelines WHERE name = '%s'};
@@ -129,6 +135,8 @@ pass('a stopped its checkpoint writer');
 ok(running('c'), 'pipeline c runs');
 ok(running('a') && running('b'), 'a and b still run');
 is(writers(), '0', 'no checkpoint writer is left');
+is( $node->safe_psql('postgres', q{SELECT count(writer_pid) FROM weir.pipelines}),
+	'0', 'weir.pipelines shows no checkpoint writer');
 
 # more events, every pipeline checkpointed, every sink exact
 produce(20000);
