@@ -209,10 +209,12 @@ progress "expected: $KEPT kept, $DROPPED dropped (rows, sum(id), sum(amount), su
 progress "  final watermark $WATERMARK, $LIVE ids within the horizon of it"
 
 # --- (e) the read limit -----------------------------------------------------
-measure_read_limit
+read_limit_warm_up
 
 # --- (b), (c), (d) plain SQL -------------------------------------------------
-for ((run = 1; run <= RUNS; run++)); do
+# sql_round RUN: one run of each SQL figure (the rounds: see the end)
+sql_round() {
+	local run=$1 got
 	sql_run sql "$run" dedup_sql
 	got=$(q "SELECT $SUMMARY FROM dedup_sql")
 	[ "$got" = "$EXPECTED" ] || invalid sql "run $run: output ($got), expected ($EXPECTED)"
@@ -226,12 +228,7 @@ for ((run = 1; run <= RUNS; run++)); do
 	sql_run sql_sink "$run" dedup_state dedup_sink
 	got=$(q "SELECT $SUMMARY FROM dedup_sink")
 	[ "$got" = "$EXPECTED" ] || invalid sql_sink "run $run: output ($got), expected ($EXPECTED)"
-done
-SQL_LEFT=$(q "SELECT count(*) FROM dedup_sql")
-SQL_EXPIRY_LEFT=$(q "SELECT count(*) FROM dedup_sql_expiry")
-SQL_SINK_STATE_LEFT=$(q "SELECT count(*) FROM dedup_state")
-SQL_BYTES=$(q "SELECT pg_total_relation_size('dedup_sql')")
-SQL_INDEX_BYTES=$(q "SELECT pg_relation_size('dedup_sql_pkey')")
+}
 
 # --- (a) weir ---------------------------------------------------------------
 declare -A RUN_RATE=()
@@ -285,9 +282,20 @@ weir_run() {
 	drop_pipeline "$name"
 }
 
+# Round after round, a run of each figure: the read limit, the SQL, weir
+# (lib.sh, read_limit_run).
 for ((run = 1; run <= RUNS; run++)); do
+	read_limit_run "$run"
+	sql_round "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
 done
+
+# what the SQL left behind (its last round)
+SQL_LEFT=$(q "SELECT count(*) FROM dedup_sql")
+SQL_EXPIRY_LEFT=$(q "SELECT count(*) FROM dedup_sql_expiry")
+SQL_SINK_STATE_LEFT=$(q "SELECT count(*) FROM dedup_state")
+SQL_BYTES=$(q "SELECT pg_total_relation_size('dedup_sql')")
+SQL_INDEX_BYTES=$(q "SELECT pg_relation_size('dedup_sql_pkey')")
 
 # --- figures --------------------------------------------------------------
 echo "# weir bench/dedup: $N records, 4 partitions, $RATE records per second of event time,"

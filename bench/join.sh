@@ -210,12 +210,14 @@ progress "expected: $EXPECTED joined rows; final watermark $WATERMARK, with $BUF
 progress "  and $BUFFERED_RIGHT shipments still buffered ($BUFFERED_KEYS key entries)"
 
 # --- (c) the read limit -----------------------------------------------------
-measure_read_limit
+read_limit_warm_up
 
 # --- (b) plain SQL -----------------------------------------------------------
 SQL_EXCEPT=""
 SQL_ROWS=""
-for ((run = 1; run <= RUNS; run++)); do
+# sql_round RUN: one run of each SQL figure (the rounds: see the end)
+sql_round() {
+	local run=$1 got
 	sql_run sql "$run" join_sql
 	SQL_EXCEPT=$(except_rows join_sql)
 	SQL_ROWS=$OUT
@@ -224,16 +226,7 @@ for ((run = 1; run <= RUNS; run++)); do
 	else
 		progress "  join_sql checked: $OUT rows = expected"
 	fi
-done
-progress "plans of the second round's statements for partition 0:"
-weir_psql -At <<EOF | sed 's/^/bench:     /' >&2
-EXPLAIN INSERT INTO join_sql SELECT $COLUMNS FROM orders l JOIN shipments r
-	 ON r.order_id = l.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
-	WHERE l.part = 0 AND l.pos > $BATCH AND l.pos <= 2 * $BATCH AND r.part = 0 AND r.pos <= 2 * $BATCH;
-EXPLAIN INSERT INTO join_sql SELECT $COLUMNS FROM orders l JOIN shipments r
-	 ON r.order_id = l.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
-	WHERE l.part = 0 AND l.pos <= $BATCH AND r.part = 0 AND r.pos > $BATCH AND r.pos <= 2 * $BATCH;
-EOF
+}
 
 # --- (a) weir ---------------------------------------------------------------
 declare -A RUN_RATE=()
@@ -291,9 +284,24 @@ weir_run() {
 	drop_pipeline "$name"
 }
 
+# Round after round, a run of each figure: the read limit, the SQL, weir
+# (lib.sh, read_limit_run).
 for ((run = 1; run <= RUNS; run++)); do
+	read_limit_run "$run"
+	sql_round "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
 done
+
+# what the SQL left behind (its last round)
+progress "plans of the second round's statements for partition 0:"
+weir_psql -At <<EOF | sed 's/^/bench:     /' >&2
+EXPLAIN INSERT INTO join_sql SELECT $COLUMNS FROM orders l JOIN shipments r
+	 ON r.order_id = l.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+	WHERE l.part = 0 AND l.pos > $BATCH AND l.pos <= 2 * $BATCH AND r.part = 0 AND r.pos <= 2 * $BATCH;
+EXPLAIN INSERT INTO join_sql SELECT $COLUMNS FROM orders l JOIN shipments r
+	 ON r.order_id = l.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+	WHERE l.part = 0 AND l.pos <= $BATCH AND r.part = 0 AND r.pos > $BATCH AND r.pos <= 2 * $BATCH;
+EOF
 
 # --- figures --------------------------------------------------------------
 echo "# weir bench/join: $ORDERS orders + $SHIPMENTS shipments, 4 partitions each, keyed by order_id;"

@@ -157,11 +157,13 @@ progress "  $BEHIND rows come after a newer row of their device;"
 progress "  final watermark $WATERMARK"
 
 # --- (c) the read limit -----------------------------------------------------
-measure_read_limit
+read_limit_warm_up
 
 # --- (b) plain SQL ----------------------------------------------------------
 SQL_WRITTEN=""
-for ((run = 1; run <= RUNS; run++)); do
+# sql_round RUN: one run of each SQL figure (the rounds: see the end)
+sql_round() {
+	local run=$1 got
 	sql_run sql "$run" lv_sql
 	SQL_WRITTEN=$OUT
 	got=$(except_rows lv_sql)
@@ -171,8 +173,7 @@ for ((run = 1; run <= RUNS; run++)); do
 	else
 		progress "  lv_sql checked: $(q "SELECT count(*) FROM lv_sql") rows = expected; $OUT rows written"
 	fi
-done
-SQL_BYTES=$(q "SELECT pg_total_relation_size('lv_sql')")
+}
 
 # --- (a) weir ---------------------------------------------------------------
 declare -A RUN_RATE=()
@@ -223,9 +224,16 @@ weir_run() {
 	drop_pipeline "$name"
 }
 
+# Round after round, a run of each figure: the read limit, the SQL, weir
+# (lib.sh, read_limit_run).
 for ((run = 1; run <= RUNS; run++)); do
+	read_limit_run "$run"
+	sql_round "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
 done
+
+# what the SQL left behind (its last round)
+SQL_BYTES=$(q "SELECT pg_total_relation_size('lv_sql')")
 
 # --- figures --------------------------------------------------------------
 echo "# weir bench/last_value: $N records, $KEYS devices drawn at random, 4 partitions,"

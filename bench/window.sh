@@ -8,7 +8,8 @@
 # Builds and installs weir, starts its own throwaway cluster, loads N events
 # (default 2,000,000) over 10,000 keys into a 4-partition topic ev(k, v, ts),
 # ts rising evenly over one hour (~3.5 events per (key, minute)), and
-# measures in one run, each rate the best of RUNS runs:
+# measures in one run, each rate the best of RUNS runs (in rounds: a run
+# of each figure per round, so that all come from the same stretch of time):
 #   (a) weir: a pipeline with count(*) AS n, sum(v) AS total per key
 #       consuming the whole backlog, from weir.start() until
 #       weir.checkpoint() returns (every row processed, its results in the
@@ -147,18 +148,19 @@ WATERMARK=$(q "SELECT min(m) FROM (SELECT max(ts) m FROM ev GROUP BY part) s")
 progress "expected final watermark: $WATERMARK"
 
 # --- (c) the read limit ---------------------------------------------------
-measure_read_limit
+read_limit_warm_up
 
 # --- (b) plain SQL ----------------------------------------------------------
-for ((run = 1; run <= RUNS; run++)); do
+# sql_round RUN: one run of each SQL figure (the rounds: see the end)
+sql_round() {
+	local kind
 	for kind in tumbling hopping; do
-		sql_run "sql_$kind" "$run" "sql_$kind"
+		sql_run "sql_$kind" "$1" "sql_$kind"
 		expect_equal "sum(n) of sql_$kind" "$(q "SELECT sum(n) FROM sql_$kind")" \
 			"$([ $kind = tumbling ] && echo "$N" || echo $((5 * N)))"
+		q "VACUUM ANALYZE sql_$kind" >/dev/null	# for the oracle's queries
 	done
-done
-q "VACUUM ANALYZE sql_tumbling" >/dev/null
-q "VACUUM ANALYZE sql_hopping" >/dev/null
+}
 
 # --- (a) weir pipelines -----------------------------------------------------
 windowing() {
@@ -263,7 +265,11 @@ weir_run() {
 	drop_pipeline "$name"
 }
 
+# Round after round, a run of each figure: the read limit, the SQL, weir
+# (lib.sh, read_limit_run); the oracle comes from the first round's SQL.
 for ((run = 1; run <= RUNS; run++)); do
+	read_limit_run "$run"
+	sql_round "$run"
 	for kind in "${KINDS[@]}"; do
 		[ "${AVAILABLE[$kind]:-ok}" = ok ] || continue
 		weir_run "$kind" "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
