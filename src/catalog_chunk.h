@@ -24,8 +24,9 @@
  * entries (checkpoint.c, window_chunks.c) and their aggregate states
  * (aggregate.c), keyed entries (keyed.c), a join's rows (join.c).
  *   1: 16-byte sum(int) states; a join's key entry holds both sides' rows
+ *   2: a join row's image without partition and position
  */
-#define WEIR_STATE_FORMAT 1
+#define WEIR_STATE_FORMAT 2
 
 typedef void (*WeirChunkCallback) (void *arg, const char *data, Size len);
 

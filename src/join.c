@@ -45,20 +45,23 @@
 
 #include "join.h"
 
+/*
+ * A buffered row: what deciding and emitting its pairs needs (its time, its
+ * values, whether it matched), no more (its partition and position decide
+ * nothing: pairs follow from times alone).
+ */
 typedef struct JoinRow
 {
 	dsa_pointer next;
 	TimestampTz t;
-	int64		pos;
-	int32		part;
 	uint32		matched;
 	uint32		len;			/* bytes of values */
 	uint32		arena_off;		/* where in its block (row_arena.c) */
 	char		values[FLEXIBLE_ARRAY_MEMBER];	/* the side's columns, serialised */
 } JoinRow;
 
-/* a row's chunk image: t, pos, part, matched, len, then the values */
-#define ROW_IMAGE_HEADER (sizeof(TimestampTz) + sizeof(int64) + 3 * sizeof(uint32))
+/* a row's chunk image: t, matched, len, then the values */
+#define ROW_IMAGE_HEADER (sizeof(TimestampTz) + 2 * sizeof(uint32))
 
 static inline JoinRow *
 row_at(WeirJoin *j, dsa_pointer dp)
@@ -178,8 +181,6 @@ image_rows(void *arg, WeirKeyed *k, WeirWindow *w, StringInfo buf)
 			JoinRow    *row = row_at(j, dp);
 
 			appendBinaryStringInfo(buf, (char *) &row->t, sizeof(TimestampTz));
-			appendBinaryStringInfo(buf, (char *) &row->pos, sizeof(int64));
-			appendBinaryStringInfo(buf, (char *) &row->part, sizeof(int32));
 			appendBinaryStringInfo(buf, (char *) &row->matched, sizeof(uint32));
 			appendBinaryStringInfo(buf, (char *) &row->len, sizeof(uint32));
 			appendBinaryStringInfo(buf, row->values, row->len);
@@ -235,10 +236,8 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 			if (avail - (p - start) < ROW_IMAGE_HEADER)
 				return -1;
 			memcpy(&hdr.t, p, sizeof(TimestampTz));
-			memcpy(&hdr.pos, p + 8, sizeof(int64));
-			memcpy(&hdr.part, p + 16, sizeof(int32));
-			memcpy(&hdr.matched, p + 20, sizeof(uint32));
-			memcpy(&hdr.len, p + 24, sizeof(uint32));
+			memcpy(&hdr.matched, p + 8, sizeof(uint32));
+			memcpy(&hdr.len, p + 12, sizeof(uint32));
 			p += ROW_IMAGE_HEADER;
 			if (avail - (p - start) < hdr.len)
 				return -1;
@@ -257,8 +256,6 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 				row->arena_off = off;
 				row->next = InvalidDsaPointer;
 				row->t = hdr.t;
-				row->pos = hdr.pos;
-				row->part = hdr.part;
 				row->matched = hdr.matched;
 				row->len = hdr.len;
 				memcpy(row->values, p, hdr.len);
@@ -360,8 +357,7 @@ copy_own(WeirJoin *j, WeirPlan *plan, Datum *values, bool *nulls, bool **own_nul
  */
 bool
 weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, TimestampTz t,
-				int32 part, int64 pos, Datum *values, bool *nulls,
-				TimestampTz watermark, int64 *matches)
+				Datum *values, bool *nulls, TimestampTz watermark, int64 *matches)
 {
 	int			other = 1 - side;
 	WeirPlan   *plan = side_plan(j, side);
@@ -423,8 +419,6 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 	row = row_at(j, dp);
 	row->arena_off = off;
 	row->t = t;
-	row->pos = pos;
-	row->part = part;
 	row->matched = matched;
 	row->len = len;
 	{

@@ -431,8 +431,7 @@ join_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
 
 	*dropped = false;
 	return weir_join_apply(w->join, w->side - w->sides, w->batch_keys.data + r->keyoff,
-						   r->keylen, r->t, part, r->position, values, nulls,
-						   w->watermark, &matches);
+						   r->keylen, r->t, values, nulls, w->watermark, &matches);
 }
 
 /* Apply an evaluated batch of partition `part` of the current side, record by record. */
