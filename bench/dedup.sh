@@ -285,6 +285,7 @@ weir_run() {
 # Round after round, a run of each figure: the read limit, the SQL, weir
 # (lib.sh, read_limit_run).
 for ((run = 1; run <= RUNS; run++)); do
+	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"

@@ -28,11 +28,15 @@ EOF
 
 # --- runs, checks and problems -----------------------------------------------
 declare -A BEST=()
-# record NAME SECONDS: keep the fastest run (every rate is the best of RUNS).
+declare -A ROUND_SECS=()
+ROUND=0						# the scripts' round loops set it
+# record NAME SECONDS: keep the fastest run (every rate is the best of RUNS),
+# and each round's (paired_ratio).
 record() {
 	if [ -z "${BEST[$1]:-}" ] || awk -v a="$2" -v b="${BEST[$1]}" 'BEGIN { exit !(a < b) }'; then
 		BEST[$1]=$2
 	fi
+	ROUND_SECS["$1@$ROUND"]=$2
 	progress "  $1 run: $(awk -v r="$N" -v t="$2" 'BEGIN { printf "%.0f events/s (%.3f s)", r / t, t }')"
 }
 
@@ -378,6 +382,27 @@ restore_pipeline() {
 rate() { awk -v r="$N" -v t="$1" 'BEGIN { printf "%.0f", r / t }'; }
 # ratio SECONDS_A SECONDS_B: how many times faster a is than b (rate a / rate b).
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b / a }'; }
+# paired_ratio A B: the median, over the rounds in which both ran, of A's rate
+# / B's rate in the same round.  Runs of one round are minutes apart at most,
+# so this follows the machine's drift less than best / best does (printed
+# as ratio.A_vs_B.paired_median beside it).  n/a when no round has both.
+paired_ratio() {
+	local r
+	for ((r = 1; r <= RUNS; r++)); do
+		if [ -n "${ROUND_SECS["$1@$r"]:-}" ] && [ -n "${ROUND_SECS["$2@$r"]:-}" ]; then
+			awk -v a="${ROUND_SECS["$1@$r"]}" -v b="${ROUND_SECS["$2@$r"]}" 'BEGIN { print b / a }'
+		fi
+	done | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) printf "n/a"; else if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
+			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# ratio_lines A B [NAME]: ratio.NAME (default A_vs_B): best / best, and its
+# paired median.
+ratio_lines() {
+	local name=${3:-${1}_vs_$2}
+	echo "ratio.$name: $(ratio "${BEST[$1]}" "${BEST[$2]}")"
+	echo "ratio.$name.paired_median: $(paired_ratio "$1" "$2")"
+}
 # per TOTAL COUNT: TOTAL / COUNT to one decimal, n/a without a COUNT.
 per() { awk -v b="$1" -v w="$2" 'BEGIN { if (w > 0) printf "%.1f", b / w; else printf "n/a" }'; }
 valid() { [ -z "${INVALID[$1]:-}" ] && [ -n "${BEST[$1]:-}" ]; }
@@ -413,10 +438,10 @@ operator_figures() {
 	if valid "$kind"; then
 		for other in "$@"; do
 			if valid "$other"; then
-				echo "ratio.${kind}_vs_$other: $(ratio "${BEST[$kind]}" "${BEST[$other]}")"
+				ratio_lines "$kind" "$other"
 			fi
 		done
-		echo "ratio.${kind}_vs_read_limit: $(ratio "${BEST[$kind]}" "${BEST[read_limit]}")"
+		ratio_lines "$kind" read_limit
 	fi
 }
 

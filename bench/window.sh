@@ -268,6 +268,7 @@ weir_run() {
 # Round after round, a run of each figure: the read limit, the SQL, weir
 # (lib.sh, read_limit_run); the oracle comes from the first round's SQL.
 for ((run = 1; run <= RUNS; run++)); do
+	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
 	for kind in "${KINDS[@]}"; do
@@ -383,15 +384,15 @@ for kind in "${KINDS[@]}"; do
 done
 echo "# targets: tumbling >= 10x sql, >= 0.4x read limit; hopping >= 4x sql"
 if valid_kind tumbling; then
-	echo "ratio.tumbling_vs_sql: $(ratio "${BEST[tumbling]}" "${BEST[sql_tumbling]}")"
-	echo "ratio.tumbling_vs_read_limit: $(ratio "${BEST[tumbling]}" "${BEST[read_limit]}")"
+	ratio_lines tumbling sql_tumbling tumbling_vs_sql
+	ratio_lines tumbling read_limit
 fi
 if valid_kind hopping; then
-	echo "ratio.hopping_vs_sql_hopping: $(ratio "${BEST[hopping]}" "${BEST[sql_hopping]}")"
+	ratio_lines hopping sql_hopping
 fi
 echo "# what the checkpoint writer gains: tumbling with it, and with the worker writing its own"
 if valid_kind tumbling && valid_kind tumbling_inline; then
-	echo "ratio.tumbling_vs_tumbling_inline: $(ratio "${BEST[tumbling]}" "${BEST[tumbling_inline]}")"
+	ratio_lines tumbling tumbling_inline
 fi
 echo "# shared-memory bytes per open (key, window), target <= 64 for count + sum over int8:"
 echo "#  weir.pipelines state_bytes / windows, state_bytes being weir's accounting of the pipeline's"
