@@ -559,9 +559,11 @@ RETURNS void
 COMMENT ON FUNCTION weir.alter_pipeline(text, bigint, interval) IS
 	'change a pipeline''s state memory limit or checkpoint interval (NULL: unchanged); takes effect when it (re)starts';
 
--- For bench/window.sh: the read limit, through the same low-level scan as
--- pipeline workers.
-CREATE FUNCTION weir._scan_count(topic regclass, partition integer, after bigint, upto bigint)
+-- For bench/: the read limit, through the primary key with the low-level
+-- scan API: row by row in position order (as weir.read), or (heap_order) a
+-- page at a time, as pipeline workers read.
+CREATE FUNCTION weir._scan_count(topic regclass, partition integer, after bigint, upto bigint,
+								 heap_order boolean DEFAULT false)
 RETURNS bigint
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_scan_count';
 

@@ -24,6 +24,10 @@ extern int64 weir_reader_scan_each(Relation rel, int32 part, int64 after,
 								   int64 bound, int64 max_rows,
 								   Snapshot snapshot, WeirRowCallback callback,
 								   void *arg, int64 *last_position);
+extern int64 weir_reader_scan_heap_order(Relation rel, int32 part, int64 after,
+										 int64 upto, Snapshot snapshot,
+										 WeirRowCallback callback, void *arg,
+										 int64 *max_position);
 extern int64 weir_reader_edge_position(Relation rel, int32 part, bool newest);
 extern int64 weir_reader_scan(Relation rel, int32 part, int64 after,
 							  int64 bound, int64 max_rows, Snapshot snapshot,

@@ -249,6 +249,7 @@ eval_row(void *arg, TupleTableSlot *slot, int64 position)
 
 	w->cur_pos = position;
 	r->position = position;
+	r->args = w->nbatch;
 	r->kind = WEIR_ROW_OK;
 	r->keyoff = w->batch_keys.len;
 	r->keylen = 0;
@@ -338,6 +339,7 @@ eval_row_guarded(void *arg, TupleTableSlot *slot, int64 position)
 		ResetExprContext(w->econtext);
 		w->nbatch = n + 1;
 		w->batch[n].position = position;
+		w->batch[n].args = n;
 		w->batch_keys.len = w->batch[n].keyoff;
 		mark_dead(w, &w->batch[n], slot, edata->message);
 		FreeErrorData(edata);
@@ -463,8 +465,8 @@ apply_records(WeirWorker *w, int32 part, LateTest late, RecordStep step)
 			record_late(w, part, r);
 			continue;
 		}
-		if (!step(w, part, r, &w->batch_values[b * w->batch_stride],
-				  &w->batch_nulls[b * w->batch_stride], &dropped))
+		if (!step(w, part, r, &w->batch_values[r->args * w->batch_stride],
+				  &w->batch_nulls[r->args * w->batch_stride], &dropped))
 			break;				/* out of state memory: the caller stops */
 		if (dropped)
 			dropped_rows++;
@@ -486,8 +488,8 @@ apply_batch(WeirWorker *w, int32 part)
 	{
 		WeirEvalRow *r = &w->batch[b];
 		const char *key = w->batch_keys.data + r->keyoff;
-		Datum	   *values = &w->batch_values[b * w->batch_stride];
-		bool	   *nulls = &w->batch_nulls[b * w->batch_stride];
+		Datum	   *values = &w->batch_values[r->args * w->batch_stride];
+		bool	   *nulls = &w->batch_nulls[r->args * w->batch_stride];
 		bool		placed = false;
 		int			nstarts = 0;
 		uint32		keyhash = 0;
@@ -549,6 +551,41 @@ apply_batch(WeirWorker *w, int32 part)
 	}
 }
 
+static int
+position_cmp(const void *a, const void *b)
+{
+	int64		pa = ((const WeirEvalRow *) a)->position;
+	int64		pb = ((const WeirEvalRow *) b)->position;
+
+	return pa < pb ? -1 : pa > pb ? 1 : 0;
+}
+
+/*
+ * Evaluate the rows of positions start < pos < bound, at most
+ * WEIR_BATCH_ROWS positions on, with `eval`, into the batch in position
+ * order; returns the last position read.  The rows come in the heap's
+ * order (reader.c: a page read once, not once per row); concurrent
+ * producers' rows interleave across pages, and a batch is applied in
+ * position order (a duplicate is the later record), so it is sorted then.
+ */
+static int64
+scan_batch(WeirWorker *w, Relation rel, int32 part, int64 start, int64 bound,
+		   Snapshot snapshot, WeirRowCallback eval)
+{
+	int64		last = start;
+
+	(void) weir_reader_scan_heap_order(rel, part, start,
+									   Min(start + WEIR_BATCH_ROWS, bound - 1),
+									   snapshot, eval, w, &last);
+	for (int b = 1; b < w->nbatch; b++)
+		if (w->batch[b].position < w->batch[b - 1].position)
+		{
+			qsort(w->batch, w->nbatch, sizeof(WeirEvalRow), position_cmp);
+			break;
+		}
+	return last;
+}
+
 /*
  * Read and process up to WEIR_BATCH_ROWS rows of one partition.  The batch
  * is evaluated inside a subtransaction; if a user expression fails on some
@@ -574,8 +611,7 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		weir_reader_scan_each(rel, part, start, bound, WEIR_BATCH_ROWS, snapshot,
-							  eval_row, w, &last);
+		last = scan_batch(w, rel, part, start, bound, snapshot, eval_row);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -596,9 +632,7 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 		w->nbatch = 0;
 		resetStringInfo(&w->batch_keys);
 		MemoryContextReset(w->batch_cxt);
-		last = start;
-		weir_reader_scan_each(rel, part, start, bound, WEIR_BATCH_ROWS, snapshot,
-							  eval_row_guarded, w, &last);
+		last = scan_batch(w, rel, part, start, bound, snapshot, eval_row_guarded);
 	}
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);

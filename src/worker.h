@@ -51,6 +51,8 @@ typedef struct WeirEvalRow
 	TimestampTz t;
 	int			keyoff;			/* into WeirWorker.batch_keys */
 	int			keylen;
+	int			args;			/* its row of batch_values / batch_nulls (the
+								 * batch is sorted by position after reading) */
 	char	   *error;			/* DEAD: why */
 	char	   *record;			/* DEAD: the row as JSON */
 } WeirEvalRow;
