@@ -242,7 +242,7 @@ echo "#  $RATE records per second of event time, each up to $JITTER s early"
 echo "# rates: events/s, each the best of $RUNS runs; last_value: from weir.create_last_value() until"
 echo "#  weir.checkpoint() returns with every record processed and checkpointed; sql: $BATCH-position"
 echo "#  micro-batches per partition, INSERT ... SELECT DISTINCT ON (device) ... ON CONFLICT (device)"
-echo "#  DO UPDATE ... WHERE EXCLUDED.ts >= lv_sql.ts; read_limit: weir._scan_count()"
+echo "#  DO UPDATE ... WHERE EXCLUDED.ts >= lv_sql.ts; read_limit: weir._scan_count() (row by row), read_limit_heap_order: the same, heap_order => true (a page at a time, as the worker reads)"
 echo "events: $N events"
 echo "runs: $RUNS runs"
 echo "keys: $DEVICES keys"
@@ -253,6 +253,7 @@ echo "records_behind: $BEHIND records"
 figure last_value
 figure sql
 figure read_limit
+figure read_limit_heap_order
 worker_start_figure last_value
 operator_figures last_value sql
 echo "# sanity: rows in which the sink (last run) and lv_sql (last run) differ from DISTINCT ON"

@@ -115,13 +115,16 @@ EOF
 # bench_ckpt, where every run's checkpoints are kept after its pipeline is
 # dropped.
 create_bench_helpers() {
-	local t scans=""
+	local t scans="" heap_scans=""
 	for t in "${TOPICS[@]}"; do
 		scans+=" + weir._scan_count('$t', p, a, a + $BATCH)"
+		heap_scans+=" + weir._scan_count('$t', p, a, a + $BATCH, heap_order => true)"
 	done
-	# the read limit: the PK index through the low-level scan API, as the
-	# pipeline worker reads, with nothing done per row but counting
+	# the read limits: the PK index through the low-level scan API with
+	# nothing done per row but counting; row by row in position order (the
+	# issue's (c)), and a heap page at a time, as the pipeline worker reads
 	batch_function bench_read_limit <<<"			acc := acc$scans;"
+	batch_function bench_read_limit_heap_order <<<"			acc := acc$heap_scans;"
 	weir_psql -q >/dev/null <<'EOF'
 -- wait until the pipeline has (want_worker) or has not a worker
 CREATE FUNCTION bench_wait_worker(name text, want_worker boolean, timeout interval)
@@ -220,8 +223,8 @@ read_limit_warm_up() {
 	expect_equal "warm-up read" "$(q 'SELECT bench_read_limit()')" "$N"
 }
 
-# read_limit_run RUN: one run of the read_limit figure, checking it reads
-# all N rows.  The scripts run it in each round beside a run of each other
+# read_limit_run RUN: one run of each read limit figure (read_limit,
+# read_limit_heap_order), checking they read all N rows.  The scripts run it in each round beside a run of each other
 # figure (read limit, SQL, weir, round after round), so that every figure's
 # best run comes from the same stretch of a shared, noisy machine: measured
 # all up front, the read limit moved 3.3M-4.2M events/s between runs of the
@@ -231,6 +234,9 @@ read_limit_run() {
 	sql_timed 'SELECT bench_read_limit()'
 	expect_equal "read limit" "$OUT" "$N"
 	record read_limit "$T"
+	sql_timed 'SELECT bench_read_limit_heap_order()'
+	expect_equal "read limit, heap order" "$OUT" "$N"
+	record read_limit_heap_order "$T"
 }
 
 # sql_run NAME RUN TABLE...: one run of the plain-SQL figure NAME, the
@@ -442,6 +448,7 @@ operator_figures() {
 			fi
 		done
 		ratio_lines "$kind" read_limit
+		ratio_lines "$kind" read_limit_heap_order
 	fi
 }
 

@@ -370,7 +370,7 @@ valid_kind() { [ "${AVAILABLE[$1]:-}" = ok ] && valid "$1"; }
 echo "# weir bench/window: $N events, $KEYS keys, 4 partitions, ts over one hour; count(*) + sum(int8)"
 echo "# rates: events/s, each the best of $RUNS runs; weir: from weir.start() until weir.checkpoint()"
 echo "#  returns with every event processed and checkpointed; sql: $BATCH-position micro-batches"
-echo "#  per partition, INSERT ... GROUP BY ... ON CONFLICT DO UPDATE; read_limit: weir._scan_count()"
+echo "#  per partition, INSERT ... GROUP BY ... ON CONFLICT DO UPDATE; read_limit: weir._scan_count() (row by row), read_limit_heap_order: the same, heap_order => true (a page at a time, as the worker reads)"
 echo "events: $N events"
 echo "runs: $RUNS runs"
 for kind in "${KINDS[@]}"; do
@@ -379,6 +379,7 @@ done
 figure sql_tumbling
 figure sql_hopping
 figure read_limit
+figure read_limit_heap_order
 for kind in "${KINDS[@]}"; do
 	worker_start_figure "$kind"
 done
@@ -386,6 +387,7 @@ echo "# targets: tumbling >= 10x sql, >= 0.4x read limit; hopping >= 4x sql"
 if valid_kind tumbling; then
 	ratio_lines tumbling sql_tumbling tumbling_vs_sql
 	ratio_lines tumbling read_limit
+	ratio_lines tumbling read_limit_heap_order
 fi
 if valid_kind hopping; then
 	ratio_lines hopping sql_hopping
