@@ -4,6 +4,24 @@
 -- record of its partition has the same id and an event time later than its
 -- own minus the horizon.
 SET timezone = 'UTC';
+
+-- Whether a pipeline's row in weir.pipelines meets `condition` within 30 s
+CREATE FUNCTION wait_for_pipeline(pipeline text, condition text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	met boolean;
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXECUTE format('SELECT EXISTS (SELECT FROM weir.pipelines WHERE name = %L AND (%s))',
+					   pipeline, condition) INTO met;
+		IF met THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+	RETURN false;
+END $$;
+
 SELECT weir.create_topic('dd_orders', 'order_id bigint, shop text, amount int, ts timestamptz',
                          partitions => 2, key => 'order_id');
 
@@ -129,13 +147,7 @@ INSERT INTO dd_orders (order_id, shop, amount, ts)
 VALUES (2000, 'r', 1, '2026-01-01 03:01:00+00'), (2001, 'r', 1, '2026-01-01 03:01:00+00');
 SELECT weir.checkpoint('uniq') > 0 AS checkpointed;
 SELECT weir.stop('uniq');
-DO $$
-BEGIN
-	FOR i IN 1..300 LOOP
-		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'uniq' AND worker_pid IS NULL);
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-END $$;
+SELECT wait_for_pipeline('uniq', 'worker_pid IS NULL') AS stopped;
 SELECT weir.start('uniq');
 INSERT INTO dd_orders (order_id, shop, amount, ts)
 VALUES (2000, 'r', 2, '2026-01-01 03:01:30+00'), (2001, 'r', 2, '2026-01-01 03:02:30+00');
@@ -150,30 +162,15 @@ SELECT windows AS ids FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipe
 -- is refused at restore: the pipeline fails and says why; nothing is read
 -- or lost, and with the chunks back in this build's format it resumes
 SELECT weir.stop('uniq');
-DO $$
-BEGIN
-	FOR i IN 1..300 LOOP
-		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'uniq' AND worker_pid IS NULL);
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-END $$;
+SELECT wait_for_pipeline('uniq', 'worker_pid IS NULL') AS stopped;
 SELECT count(DISTINCT format) AS formats FROM weir.pipeline_chunk c JOIN weir.pipeline p ON p.id = c.pipeline_id
  WHERE p.name = 'uniq';
 UPDATE weir.pipeline_chunk SET format = format + 1
  WHERE pipeline_id = (SELECT id FROM weir.pipeline WHERE name = 'uniq');
 SELECT weir.start('uniq');
-DO $$
-BEGIN
-	FOR i IN 1..300 LOOP
-		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'uniq' AND status = 'failed');
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	PERFORM weir.stop('uniq');
-	FOR i IN 1..300 LOOP
-		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'uniq' AND worker_pid IS NULL);
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-END $$;
+SELECT wait_for_pipeline('uniq', $$status = 'failed'$$) AS failed;
+SELECT weir.stop('uniq');
+SELECT wait_for_pipeline('uniq', 'worker_pid IS NULL') AS stopped;
 SELECT status, regexp_replace(last_error, 'format [0-9]+', 'format N', 'g') AS last_error
   FROM weir.pipelines WHERE name = 'uniq';
 UPDATE weir.pipeline_chunk SET format = format - 1

@@ -63,6 +63,15 @@ open_position_index(Relation rel)
 	return index_open(indexoid, AccessShareLock);
 }
 
+/* Scan keys on the primary key: partition `part`, after < pos <= upto. */
+static void
+position_range_keys(ScanKeyData *keys, int32 part, int64 after, int64 upto)
+{
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(part));
+	ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+	ScanKeyInit(&keys[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(upto));
+}
+
 static int64
 slot_position(TupleTableSlot *slot)
 {
@@ -121,9 +130,7 @@ weir_reader_scan_each(Relation rel, int32 part, int64 after, int64 bound,
 
 	index = open_position_index(rel);
 	slot = table_slot_create(rel, NULL);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(part));
-	ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
-	ScanKeyInit(&keys[2], 2, BTLessStrategyNumber, F_INT8LT, Int64GetDatum(bound));
+	position_range_keys(keys, part, after, bound - 1);
 	scan = index_beginscan(rel, index, snapshot, 3, 0);
 	index_rescan(scan, keys, 3, NULL, 0);
 	while (nrows < max_rows &&
@@ -168,9 +175,7 @@ weir_reader_scan_heap_order(Relation rel, int32 part, int64 after, int64 upto,
 		return 0;
 	index = open_position_index(rel);
 	slot = table_slot_create(rel, NULL);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(part));
-	ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
-	ScanKeyInit(&keys[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(upto));
+	position_range_keys(keys, part, after, upto);
 	/* a batch's TIDs fit exactly: pages go lossy only past work_mem */
 	tbm = tbm_create(work_mem * 1024L, NULL);
 	iscan = index_beginscan_bitmap(index, snapshot, 3);
