@@ -315,6 +315,7 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 		weir_row_arena_init(&j->arenas[side], store);
 	j->theirs = palloc(sizeof(Datum) * ncols);
 	j->their_nulls = palloc(sizeof(bool) * ncols);
+	j->own = palloc(sizeof(Datum) * ncols);
 	j->pending_cxt = AllocSetContextCreate(cxt, "weir join pending rows",
 										   ALLOCSET_DEFAULT_SIZES);
 	j->column_types = palloc(sizeof(WeirColumn) * plan->nsinkcols);
@@ -332,22 +333,21 @@ weir_join_is_late(WeirJoin *j, TimestampTz t, TimestampTz watermark)
 	return !TIMESTAMP_NOT_FINITE(watermark) && t < watermark;
 }
 
-/* This record's values, copied into the pending rows' memory to emit with pairs. */
+/*
+ * This record's values as its pairs take them: by-reference ones copied
+ * into the pending rows' memory (the batch's memory goes with the batch),
+ * by-value ones as they are.
+ */
 static Datum *
-copy_own(WeirJoin *j, WeirPlan *plan, Datum *values, bool *nulls, bool **own_nulls)
+own_values(WeirJoin *j, WeirPlan *plan, Datum *values, bool *nulls)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(j->pending_cxt);
-	Datum	   *own = palloc(sizeof(Datum) * Max(plan->ncolumns, 1));
 
-	*own_nulls = palloc(sizeof(bool) * Max(plan->ncolumns, 1));
 	for (int i = 0; i < plan->ncolumns; i++)
-	{
-		(*own_nulls)[i] = nulls[i];
-		own[i] = nulls[i] ? (Datum) 0 :
-			datumCopy(values[i], plan->columns[i].typbyval, plan->columns[i].typlen);
-	}
+		j->own[i] = nulls[i] || plan->columns[i].typbyval ? values[i] :
+			datumCopy(values[i], false, plan->columns[i].typlen);
 	MemoryContextSwitchTo(oldcxt);
-	return own;
+	return j->own;
 }
 
 /*
@@ -364,8 +364,7 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 	WeirPlan   *other_plan = side_plan(j, other);
 	bool		created;
 	dsa_pointer entry;
-	Datum	   *own = NULL;			/* this row's values, copied once matched */
-	bool	   *own_nulls = NULL;
+	Datum	   *own = NULL;			/* this row's values, once matched */
 	bool		matched = false;
 	Size		len = 0;
 	dsa_pointer dp;
@@ -392,12 +391,12 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 			if (rt - j->bound[0] <= lt && lt <= rt + j->bound[1])
 			{
 				if (own == NULL)
-					own = copy_own(j, plan, values, nulls, &own_nulls);
+					own = own_values(j, plan, values, nulls);
 				restore_values(j, o, other_plan->ncolumns, j->theirs, j->their_nulls);
 				if (side == 0)
-					emit(j, own, own_nulls, j->theirs, j->their_nulls);
+					emit(j, own, nulls, j->theirs, j->their_nulls);
 				else
-					emit(j, j->theirs, j->their_nulls, own, own_nulls);
+					emit(j, j->theirs, j->their_nulls, own, nulls);
 				matched = true;
 				(*matches)++;
 				if (other == 0)

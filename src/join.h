@@ -45,9 +45,10 @@ typedef struct WeirJoin
 	WeirColumn *pending;		/* [plan->nsinkcols] */
 	WeirColumn *column_types;
 
-	/* a buffered row's values, read back to emit a pair */
+	/* a buffered row's values, read back to emit a pair; the record's own */
 	Datum	   *theirs;
 	bool	   *their_nulls;
+	Datum	   *own;
 } WeirJoin;
 
 extern WeirJoin *weir_join_create(WeirPlan *plan, WeirWindowStore *store,
