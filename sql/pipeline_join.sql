@@ -124,6 +124,38 @@ SELECT records_late FROM weir.pipelines WHERE name = 'shipped';
 SELECT weir.drop_topic('jn_shipments');
 \echo :LAST_ERROR_SQLSTATE
 
+-- retention treats a join as a consumer of both its topics, at the positions
+-- of its last checkpoint (0 before the first): the right topic's partitions
+-- come after the left's in weir.pipeline_position
+SELECT weir.create_topic('rt_left', 'id bigint, ts timestamptz', partitions => 2, key => 'id',
+                         retention => '1 hour');
+SELECT weir.create_topic('rt_right', 'id bigint, ts timestamptz', partitions => 2, key => 'id',
+                         retention => '1 hour');
+INSERT INTO rt_left (id, ts) SELECT i, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 s'
+  FROM generate_series(1, 20) i;
+INSERT INTO rt_right (id, ts) SELECT i, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 s'
+  FROM generate_series(1, 20) i;
+SELECT weir.create_join('rt_join', 'rt_left', 'rt_right', left_key => 'id', right_key => 'id',
+                        left_time => 'ts', right_time => 'ts', start => false) > 0 AS created;
+-- time samples of both topics now; two hours later (weir's clock) the rows are old
+SELECT weir.run_retention('rt_left') AS left_deleted, weir.run_retention('rt_right') AS right_deleted;
+SET weir.clock_offset = '2h';
+-- the join has not read them: nothing goes from either topic
+SELECT weir.run_retention('rt_left') AS left_deleted, weir.run_retention('rt_right') AS right_deleted;
+RESET weir.clock_offset;
+SELECT weir.start('rt_join');
+SELECT weir.checkpoint('rt_join') > 0 AS checkpointed;
+SELECT positions FROM weir.pipelines WHERE name = 'rt_join';
+SET weir.clock_offset = '2h';
+-- read and checkpointed: all but the newest row of each partition go from both
+SELECT weir.run_retention('rt_left') AS left_deleted, weir.run_retention('rt_right') AS right_deleted;
+RESET weir.clock_offset;
+SELECT (SELECT count(*) FROM rt_left) AS left_rows, (SELECT count(*) FROM rt_right) AS right_rows;
+SELECT weir.drop_pipeline('rt_join');
+DROP TABLE rt_join;
+SELECT weir.drop_topic('rt_left');
+SELECT weir.drop_topic('rt_right');
+
 SELECT weir.drop_pipeline('shipped');
 SELECT weir.drop_pipeline('all_orders');
 DROP VIEW shipped_oracle;

@@ -435,13 +435,23 @@ weir_catalog_min_consumer_position(int32 topic_id, int32 part, int64 *position)
 	bool		isnull;
 
 	weir_catalog_privileged_begin(&p);
-	/* consumers, and pipelines reading the topic (from 0 until they checkpoint) */
+	/*
+	 * Consumers, and pipelines reading the topic (from 0 until they
+	 * checkpoint): as their source, or as a join's right topic, whose
+	 * partitions come after the left topic's in weir.pipeline_position.
+	 */
 	weir_catalog_exec("SELECT min(pos) FROM ("
 					  "SELECT pos FROM weir.consumer_position WHERE topic_id = $1 AND part = $2 "
 					  "UNION ALL "
 					  "SELECT coalesce((SELECT pp.pos FROM weir.pipeline_position pp "
 					  "                 WHERE pp.pipeline_id = p.id AND pp.part = $2), 0) "
 					  "FROM weir.pipeline p JOIN weir.topic t ON t.relid = p.source "
+					  "WHERE t.id = $1 "
+					  "UNION ALL "
+					  "SELECT coalesce((SELECT pp.pos FROM weir.pipeline_position pp "
+					  "                 WHERE pp.pipeline_id = p.id AND pp.part = l.partitions + $2), 0) "
+					  "FROM weir.pipeline p JOIN weir.topic t ON t.relid = p.right_source "
+					  "JOIN weir.topic l ON l.relid = p.source "
 					  "WHERE t.id = $1) c",
 		2, types, values, NULL, SPI_OK_SELECT);
 	*position = get_int8(0, 1, &isnull);
