@@ -9,6 +9,7 @@ OBJS = \
 	src/partition.o \
 	src/topic.o \
 	src/reader.o \
+	src/process_memory.o \
 	src/consumer.o \
 	src/catalog.o \
 	src/views.o \

@@ -59,11 +59,14 @@
 
 #include "catalog_pipeline.h"
 #include "checkpoint_writer.h"
+#include "process_memory.h"
 #include "shmem.h"
 #include "weir.h"
 
 /* The queue: a large checkpoint goes through it in pieces */
 #define WRITER_QUEUE_BYTES (4 * 1024 * 1024)
+/* idle this long, a writer gives the memory it kept back (process_memory.c) */
+#define WRITER_IDLE_RELEASE_MS 1000
 
 /* field4 of weir's advisory lock tags (SQL's advisory locks use 1 and 2) */
 #define WRITER_LOCK_FIELD4 0x5752
@@ -449,6 +452,7 @@ weir_checkpoint_writer_main(Datum main_arg)
 	shm_mq_handle *mqh;
 	ErrorContextCallback errcallback;
 	MemoryContext package_cxt;
+	bool		memory_released = true;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -457,6 +461,7 @@ weir_checkpoint_writer_main(Datum main_arg)
 		proc_exit(0);			/* its worker is gone already */
 	writer_shared = dsm_segment_address(seg);
 	BackgroundWorkerInitializeConnectionByOid(writer_shared->dboid, InvalidOid, 0);
+	weir_memory_keep_freed();
 
 	PG_TRY();
 	{
@@ -475,11 +480,31 @@ weir_checkpoint_writer_main(Datum main_arg)
 			Size		len;
 			void	   *data;
 			char	   *aligned;
+			shm_mq_result res;
 
 			CHECK_FOR_INTERRUPTS();
+			res = shm_mq_receive(mqh, &len, &data, true);
+			if (res == SHM_MQ_WOULD_BLOCK)
+			{
+				/* memory kept for packages goes back when idle a while */
+				int			rc = WaitLatch(MyLatch,
+										   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+										   (memory_released ? 0 : WL_TIMEOUT),
+										   WRITER_IDLE_RELEASE_MS, PG_WAIT_EXTENSION);
+
+				ResetLatch(MyLatch);
+				if (rc & WL_TIMEOUT)
+				{
+					MemoryContextReset(package_cxt);
+					weir_memory_release_freed();
+					memory_released = true;
+				}
+				continue;
+			}
 			/* a worker that exited leaves its last whole package, then nothing */
-			if (shm_mq_receive(mqh, &len, &data, false) != SHM_MQ_SUCCESS)
+			if (res != SHM_MQ_SUCCESS)
 				break;
+			memory_released = false;
 			MemoryContextReset(package_cxt);
 			aligned = data;
 			if ((uintptr_t) data % MAXIMUM_ALIGNOF != 0)

@@ -55,6 +55,7 @@
 #include "clock.h"
 #include "definition.h"
 #include "partition.h"
+#include "process_memory.h"
 #include "reader.h"
 #include "topic.h"
 #include "window.h"
@@ -1021,6 +1022,21 @@ run(WeirWorker *w)
 		publish(w, lag);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
+		/* memory kept for the next busy spell goes back when idle a while */
+		if (got > 0)
+		{
+			w->idle_since = 0;
+			w->memory_released = false;
+		}
+		else if (w->idle_since == 0)
+			w->idle_since = now;
+		else if (!w->memory_released && !in_flight &&
+				 now - w->idle_since >= w->checkpoint_interval)
+		{
+			weir_memory_release_freed();
+			w->memory_released = true;
+		}
+
 		/* idle; or a checkpoint asked for waits for the one in flight */
 		if (got == 0 && (checkpoint_tickets(w) == served || in_flight))
 		{
@@ -1042,6 +1058,7 @@ setup(int32 id)
 											  ALLOCSET_DEFAULT_SIZES);
 	Relation	rel;
 
+	weir_memory_keep_freed();
 	w = MemoryContextAllocZero(cxt, sizeof(WeirWorker));
 	w->cxt = cxt;
 

@@ -143,6 +143,8 @@ typedef struct WeirWorker
 	List	   *late;			/* int64[2] {part, position} of late rows, when kept */
 	bool		changed;		/* anything to checkpoint */
 	int64		fired_since;	/* windows fired since the last checkpoint */
+	TimestampTz idle_since;		/* no rows read since; 0 while reading */
+	bool		memory_released;	/* since going idle (process_memory.c) */
 	double		sink_row_us;	/* what a sink row costs a checkpoint, as last
 								 * measured (worker.c: checkpoints sized to
 								 * the interval) */
