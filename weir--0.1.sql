@@ -567,6 +567,13 @@ CREATE FUNCTION weir._scan_count(topic regclass, partition integer, after bigint
 RETURNS bigint
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_scan_count';
 
+-- Internal, for bench/: the rows with after < pos <= upto of every partition
+-- of a topic, read in one pass over their heap pages (as a pipeline worker
+-- reads a round), counted.
+CREATE FUNCTION weir._scan_count_partitions(topic regclass, after bigint, upto bigint)
+RETURNS bigint
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_scan_count_partitions';
+
 CREATE FUNCTION weir.live_state(
 	pipeline text,
 	OUT key text,

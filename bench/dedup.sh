@@ -306,7 +306,7 @@ echo "#  weir.checkpoint() returns with every record processed and checkpointed;
 echo "#  micro-batches per partition, INSERT ... ON CONFLICT (id) DO NOTHING into a keyed table that keeps"
 echo "#  every id; sql_expiry: the same with a DELETE of expired ids after each round (their output lost);"
 echo "#  sql_sink: keyed state table with that expiry + insert-only sink (weir's output, bounded state);"
-echo "#  read_limit: weir._scan_count() (row by row), read_limit_heap_order: the same, heap_order => true (a page at a time, as the worker reads)"
+echo "#  read_limit: weir._scan_count() (row by row), read_limit_heap_order: weir._scan_count_partitions() (every partition's range in one pass, a heap page at a time, as the worker reads)"
 echo "events: $N events"
 echo "runs: $RUNS runs"
 echo "records_kept: $KEPT records"

@@ -312,7 +312,7 @@ echo "# rates: events/s of both topics, each the best of $RUNS runs; join: from 
 echo "#  weir.checkpoint() returns with every record processed and checkpointed; sql: rounds of $BATCH"
 echo "#  positions per partition of both topics, new orders x shipments so far + old orders x new"
 echo "#  shipments, per partition, INSERT ... SELECT ... JOIN into an insert-only table;"
-echo "#  read_limit: weir._scan_count() (row by row), read_limit_heap_order: the same, heap_order => true (a page at a time, as the worker reads)"
+echo "#  read_limit: weir._scan_count() (row by row), read_limit_heap_order: weir._scan_count_partitions() (every partition's range in one pass, a heap page at a time, as the worker reads)"
 echo "events: $N events"
 echo "runs: $RUNS runs"
 echo "result_rows.expected: $EXPECTED rows"

@@ -118,13 +118,15 @@ create_bench_helpers() {
 	local t scans="" heap_scans=""
 	for t in "${TOPICS[@]}"; do
 		scans+=" + weir._scan_count('$t', p, a, a + $BATCH)"
-		heap_scans+=" + weir._scan_count('$t', p, a, a + $BATCH, heap_order => true)"
+		heap_scans+=" + weir._scan_count_partitions('$t', a, a + $BATCH)"
 	done
 	# the read limits: the PK index through the low-level scan API with
 	# nothing done per row but counting; row by row in position order (the
-	# issue's (c)), and a heap page at a time, as the pipeline worker reads
+	# issue's (c)), and as the pipeline worker reads: the range of every
+	# partition at once, a heap page at a time (once, in the loop's first
+	# partition)
 	batch_function bench_read_limit <<<"			acc := acc$scans;"
-	batch_function bench_read_limit_heap_order <<<"			acc := acc$heap_scans;"
+	batch_function bench_read_limit_heap_order <<<"			IF p = 0 THEN acc := acc$heap_scans; END IF;"
 	weir_psql -q >/dev/null <<'EOF'
 -- wait until the pipeline has (want_worker) or has not a worker
 CREATE FUNCTION bench_wait_worker(name text, want_worker boolean, timeout interval)

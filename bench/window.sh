@@ -370,7 +370,7 @@ valid_kind() { [ "${AVAILABLE[$1]:-}" = ok ] && valid "$1"; }
 echo "# weir bench/window: $N events, $KEYS keys, 4 partitions, ts over one hour; count(*) + sum(int8)"
 echo "# rates: events/s, each the best of $RUNS runs; weir: from weir.start() until weir.checkpoint()"
 echo "#  returns with every event processed and checkpointed; sql: $BATCH-position micro-batches"
-echo "#  per partition, INSERT ... GROUP BY ... ON CONFLICT DO UPDATE; read_limit: weir._scan_count() (row by row), read_limit_heap_order: the same, heap_order => true (a page at a time, as the worker reads)"
+echo "#  per partition, INSERT ... GROUP BY ... ON CONFLICT DO UPDATE; read_limit: weir._scan_count() (row by row), read_limit_heap_order: weir._scan_count_partitions() (every partition's range in one pass, a heap page at a time, as the worker reads)"
 echo "events: $N events"
 echo "runs: $RUNS runs"
 for kind in "${KINDS[@]}"; do

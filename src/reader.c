@@ -151,15 +151,17 @@ weir_reader_scan_each(Relation rel, int32 part, int64 after, int64 bound,
 }
 
 /*
- * The rows of partition `part` with after < pos <= upto, visible to
- * `snapshot`, in the order of the heap (not of positions: concurrent
- * producers' rows interleave across pages).  Returns how many; *max_position
- * the largest position read (unchanged when none).
+ * The rows of the position ranges `ranges` (each: a partition, after < pos
+ * <= upto; one range per partition), visible to `snapshot`, in the order of
+ * the heap: every heap page holding a row of any range is read once, under
+ * one lock.  Producers of different partitions (and concurrent producers of
+ * one) interleave their rows across pages, so rows come in neither
+ * partition nor position order.  Returns how many rows; ranges[i].max_position
+ * is the largest position read in range i (unchanged when none).
  */
 int64
-weir_reader_scan_heap_order(Relation rel, int32 part, int64 after, int64 upto,
-							Snapshot snapshot, WeirRowCallback callback, void *arg,
-							int64 *max_position)
+weir_reader_scan_heap_order(Relation rel, WeirPositionRange *ranges, int nranges,
+							Snapshot snapshot, WeirPartRowCallback callback, void *arg)
 {
 	Relation	index;
 	TupleTableSlot *slot;
@@ -170,17 +172,21 @@ weir_reader_scan_heap_order(Relation rel, int32 part, int64 after, int64 upto,
 	TBMIterator *iterator;
 	TBMIterateResult *tbmres;
 	int64		nrows = 0;
+	int			last_range = 0;
 
-	if (after >= upto)
-		return 0;
 	index = open_position_index(rel);
 	slot = table_slot_create(rel, NULL);
-	position_range_keys(keys, part, after, upto);
-	/* a batch's TIDs fit exactly: pages go lossy only past work_mem */
+	/* a round's TIDs fit exactly: pages go lossy only past work_mem */
 	tbm = tbm_create(work_mem * 1024L, NULL);
 	iscan = index_beginscan_bitmap(index, snapshot, 3);
-	index_rescan(iscan, keys, 3, NULL, 0);
-	(void) index_getbitmap(iscan, tbm);
+	for (int i = 0; i < nranges; i++)
+	{
+		if (ranges[i].after >= ranges[i].upto)
+			continue;
+		position_range_keys(keys, ranges[i].part, ranges[i].after, ranges[i].upto);
+		index_rescan(iscan, keys, 3, NULL, 0);
+		(void) index_getbitmap(iscan, tbm);
+	}
 	index_endscan(iscan);
 
 	hscan = table_beginscan_bm(rel, snapshot, 0, NULL);
@@ -191,20 +197,32 @@ weir_reader_scan_heap_order(Relation rel, int32 part, int64 after, int64 upto,
 			continue;
 		while (table_scan_bitmap_next_tuple(hscan, tbmres, slot))
 		{
+			bool		isnull;
+			int32		part = DatumGetInt32(slot_getattr(slot, WEIR_TOPIC_PART_ATTNUM, &isnull));
 			int64		position = slot_position(slot);
+			WeirPositionRange *range;
 
-			/* a lossy page has every visible row of the page: check them */
-			if (tbmres->recheck)
+			/* rows of a partition come in runs: try the last one's range first */
+			if (ranges[last_range].part != part)
 			{
-				bool		isnull;
+				int			i;
 
-				if (DatumGetInt32(slot_getattr(slot, WEIR_TOPIC_PART_ATTNUM, &isnull)) != part ||
-					position <= after || position > upto)
-					continue;
+				for (i = 0; i < nranges && ranges[i].part != part; i++)
+					;
+				if (i == nranges)
+				{
+					Assert(tbmres->recheck);
+					continue;	/* a lossy page's row of another partition */
+				}
+				last_range = i;
 			}
-			callback(arg, slot, position);
-			if (position > *max_position)
-				*max_position = position;
+			range = &ranges[last_range];
+			/* a lossy page has every visible row of the page: check them */
+			if (tbmres->recheck && (position <= range->after || position > range->upto))
+				continue;
+			callback(arg, slot, part, position);
+			if (position > range->max_position)
+				range->max_position = position;
 			nrows++;
 			if ((nrows & 1023) == 0)
 				CHECK_FOR_INTERRUPTS();
@@ -373,6 +391,12 @@ count_only(void *arg, TupleTableSlot *slot, int64 position)
 	/* the slot holds a fetched, visible row: that is the whole cost */
 }
 
+static void
+count_only_part(void *arg, TupleTableSlot *slot, int32 part, int64 position)
+{
+	/* as count_only */
+}
+
 /*
  * weir._scan_count(topic regclass, partition int, after bigint, upto bigint,
  *					heap_order boolean)
@@ -396,13 +420,51 @@ weir_scan_count(PG_FUNCTION_ARGS)
 	(void) weir_topic_get(rel);
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	if (PG_GETARG_BOOL(4))
-		n = weir_reader_scan_heap_order(rel, PG_GETARG_INT32(1), PG_GETARG_INT64(2),
-										PG_GETARG_INT64(3), snapshot, count_only, NULL,
-										&last);
+	{
+		WeirPositionRange range = {PG_GETARG_INT32(1), PG_GETARG_INT64(2), PG_GETARG_INT64(3), 0};
+
+		n = weir_reader_scan_heap_order(rel, &range, 1, snapshot, count_only_part, NULL);
+	}
 	else
 		n = weir_reader_scan_each(rel, PG_GETARG_INT32(1), PG_GETARG_INT64(2),
 								  PG_GETARG_INT64(3) + 1, PG_INT64_MAX, snapshot,
 								  count_only, NULL, &last);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
+	PG_RETURN_INT64(n);
+}
+
+/*
+ * weir._scan_count_partitions(topic regclass, after bigint, upto bigint)
+ *
+ * The rows with after < pos <= upto of every partition of a topic, read in
+ * one pass over the heap pages that hold them, as a pipeline worker reads a
+ * round, and counted.  bench/ uses it as the read limit of the way workers
+ * read.
+ */
+PG_FUNCTION_INFO_V1(weir_scan_count_partitions);
+Datum
+weir_scan_count_partitions(PG_FUNCTION_ARGS)
+{
+	Relation	rel = table_open(PG_GETARG_OID(0), AccessShareLock);
+	WeirTopic  *topic;
+	WeirPositionRange *ranges;
+	Snapshot	snapshot;
+	int64		n;
+
+	weir_reader_check_access(rel);
+	topic = weir_topic_get(rel);
+	ranges = palloc(sizeof(WeirPositionRange) * topic->partitions);
+	for (int p = 0; p < topic->partitions; p++)
+	{
+		ranges[p].part = p;
+		ranges[p].after = PG_GETARG_INT64(1);
+		ranges[p].upto = PG_GETARG_INT64(2);
+		ranges[p].max_position = 0;
+	}
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	n = weir_reader_scan_heap_order(rel, ranges, topic->partitions, snapshot,
+									count_only_part, NULL);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(n);

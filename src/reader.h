@@ -19,15 +19,25 @@
 #include "utils/tuplestore.h"
 
 typedef void (*WeirRowCallback) (void *arg, TupleTableSlot *slot, int64 position);
+typedef void (*WeirPartRowCallback) (void *arg, TupleTableSlot *slot, int32 part,
+									 int64 position);
+
+/* Positions after < pos <= upto of one partition, and the largest read. */
+typedef struct WeirPositionRange
+{
+	int32		part;
+	int64		after;
+	int64		upto;
+	int64		max_position;	/* out: unchanged when no row was read */
+} WeirPositionRange;
 
 extern int64 weir_reader_scan_each(Relation rel, int32 part, int64 after,
 								   int64 bound, int64 max_rows,
 								   Snapshot snapshot, WeirRowCallback callback,
 								   void *arg, int64 *last_position);
-extern int64 weir_reader_scan_heap_order(Relation rel, int32 part, int64 after,
-										 int64 upto, Snapshot snapshot,
-										 WeirRowCallback callback, void *arg,
-										 int64 *max_position);
+extern int64 weir_reader_scan_heap_order(Relation rel, WeirPositionRange *ranges,
+										 int nranges, Snapshot snapshot,
+										 WeirPartRowCallback callback, void *arg);
 extern int64 weir_reader_edge_position(Relation rel, int32 part, bool newest);
 extern int64 weir_reader_scan(Relation rel, int32 part, int64 after,
 							  int64 bound, int64 max_rows, Snapshot snapshot,

@@ -62,6 +62,7 @@
 #include "worker.h"
 
 #define WEIR_BATCH_ROWS 10000	/* rows per partition per round */
+#define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
 
 static WeirWorker *worker = NULL;
 
@@ -173,10 +174,15 @@ init_expressions(WeirWorker *w)
 		init_side_expressions(&w->sides[s]);
 		w->batch_stride = Max(w->batch_stride, w->sides[s].plan->nargs);
 	}
+	w->group_size = 1;
+	for (int s = 0; s < w->nsides; s++)
+		w->group_size = Max(w->group_size, Min(w->sides[s].partitions, WEIR_READ_GROUP));
+	w->group_nbatch = palloc0(sizeof(int) * w->group_size);
+	w->ranges = palloc0(sizeof(WeirPositionRange) * w->group_size);
 	initStringInfo(&w->batch_keys);
-	w->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS);
-	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * w->batch_stride);
-	w->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * w->batch_stride);
+	w->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS * w->group_size);
+	w->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * w->group_size * w->batch_stride);
+	w->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * w->group_size * w->batch_stride);
 	w->batch_cxt = AllocSetContextCreate(w->cxt, "weir batch", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -232,29 +238,43 @@ mark_dead(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, const char *error
 }
 
 /*
- * Evaluate the user's expressions on one topic row into the batch: the hot
- * path.  Nothing here touches window state, so a batch whose evaluation
- * fails can be thrown away and redone row by row (read_partition).
+ * The batch's next row of partition `part` (of the group being read): each
+ * partition's rows have their own stretch of the batch, in the order read.
+ */
+static inline WeirEvalRow *
+next_row(WeirWorker *w, int32 part)
+{
+	int			g = part - w->group_first;
+	int			index = g * WEIR_BATCH_ROWS + w->group_nbatch[g]++;
+	WeirEvalRow *r = &w->batch[index];
+
+	Assert(g >= 0 && g < w->group_size && w->group_nbatch[g] <= WEIR_BATCH_ROWS);
+	r->args = index;
+	return r;
+}
+
+/*
+ * Evaluate the user's expressions on one topic row into row r of the batch:
+ * the hot path.  Nothing here touches window state, so a batch whose
+ * evaluation fails can be thrown away and redone row by row (read_group).
  */
 static void
-eval_row(void *arg, TupleTableSlot *slot, int64 position)
+eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
+		  int64 position)
 {
-	WeirWorker *w = (WeirWorker *) arg;
 	WeirSide   *side = w->side;
 	WeirPlan   *plan = side->plan;
 	ExprContext *econtext = w->econtext;
-	WeirEvalRow *r = &w->batch[w->nbatch];
-	Datum	   *values = &w->batch_values[w->nbatch * w->batch_stride];
-	bool	   *nulls = &w->batch_nulls[w->nbatch * w->batch_stride];
+	Datum	   *values = &w->batch_values[r->args * w->batch_stride];
+	bool	   *nulls = &w->batch_nulls[r->args * w->batch_stride];
 	bool		isnull;
 
+	w->cur_part = part;
 	w->cur_pos = position;
 	r->position = position;
-	r->args = w->nbatch;
 	r->kind = WEIR_ROW_OK;
 	r->keyoff = w->batch_keys.len;
 	r->keylen = 0;
-	w->nbatch++;
 	econtext->ecxt_scantuple = slot;
 	if (side->event_time_expr == NULL)
 	{
@@ -309,20 +329,29 @@ done:
 	ResetExprContext(econtext);
 }
 
+static void
+eval_row(void *arg, TupleTableSlot *slot, int32 part, int64 position)
+{
+	WeirWorker *w = (WeirWorker *) arg;
+
+	eval_into(w, next_row(w, part), slot, part, position);
+}
+
 /* Evaluate one row in its own subtransaction: an error makes it dead. */
 static void
-eval_row_guarded(void *arg, TupleTableSlot *slot, int64 position)
+eval_row_guarded(void *arg, TupleTableSlot *slot, int32 part, int64 position)
 {
 	WeirWorker *w = (WeirWorker *) arg;
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	int			n = w->nbatch;
+	WeirEvalRow *r = next_row(w, part);
+	int			keyoff = w->batch_keys.len;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		eval_row(arg, slot, position);
+		eval_into(w, r, slot, part, position);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -338,11 +367,11 @@ eval_row_guarded(void *arg, TupleTableSlot *slot, int64 position)
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
 		ResetExprContext(w->econtext);
-		w->nbatch = n + 1;
-		w->batch[n].position = position;
-		w->batch[n].args = n;
-		w->batch_keys.len = w->batch[n].keyoff;
-		mark_dead(w, &w->batch[n], slot, edata->message);
+		w->batch_keys.len = keyoff;
+		r->position = position;
+		r->keyoff = keyoff;
+		r->keylen = 0;
+		mark_dead(w, r, slot, edata->message);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -437,18 +466,19 @@ join_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
 						   r->keylen, r->t, values, nulls, w->watermark, &matches);
 }
 
-/* Apply an evaluated batch of partition `part` of the current side, record by record. */
+/* Apply the n evaluated rows of partition `part` of the current side, record by record. */
 static void
-apply_records(WeirWorker *w, int32 part, LateTest late, RecordStep step)
+apply_records(WeirWorker *w, int32 part, WeirEvalRow *rows, int n, LateTest late,
+			  RecordStep step)
 {
 	int32		index = w->side->first + part;
 	int64		dropped_rows = 0;
 
-	w->records_since += w->nbatch;
-	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
-	for (int b = 0; b < w->nbatch; b++)
+	w->records_since += n;
+	pg_atomic_fetch_add_u64(&w->slot->records_in, n);
+	for (int b = 0; b < n; b++)
 	{
-		WeirEvalRow *r = &w->batch[b];
+		WeirEvalRow *r = &rows[b];
 		bool		dropped;
 
 		if (r->kind == WEIR_ROW_DEAD)
@@ -475,19 +505,19 @@ apply_records(WeirWorker *w, int32 part, LateTest late, RecordStep step)
 	pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped_rows);
 }
 
-/* Apply an evaluated batch of partition `part` to window state. */
+/* Apply the n evaluated rows of partition `part` to window state. */
 static void
-apply_batch(WeirWorker *w, int32 part)
+apply_batch(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 {
 	WeirPlan   *plan = w->plan;
 	TimestampTz starts[WEIR_MAX_HOPS];
 
 	/* counted per batch: the counter is shared, a per-record atomic is not free */
-	w->records_since += w->nbatch;
-	pg_atomic_fetch_add_u64(&w->slot->records_in, w->nbatch);
-	for (int b = 0; b < w->nbatch; b++)
+	w->records_since += n;
+	pg_atomic_fetch_add_u64(&w->slot->records_in, n);
+	for (int b = 0; b < n; b++)
 	{
-		WeirEvalRow *r = &w->batch[b];
+		WeirEvalRow *r = &rows[b];
 		const char *key = w->batch_keys.data + r->keyoff;
 		Datum	   *values = &w->batch_values[r->args * w->batch_stride];
 		bool	   *nulls = &w->batch_nulls[r->args * w->batch_stride];
@@ -562,57 +592,70 @@ position_cmp(const void *a, const void *b)
 }
 
 /*
- * Evaluate the rows of positions start < pos < bound, at most
- * WEIR_BATCH_ROWS positions on, with `eval`, into the batch in position
- * order; returns the last position read.  The rows come in the heap's
- * order (reader.c: a page read once, not once per row); concurrent
- * producers' rows interleave across pages, and a batch is applied in
- * position order (a duplicate is the later record), so it is sorted then.
+ * Evaluate the rows of the group's position ranges (w->ranges) with `eval`
+ * into the batch, each partition's rows in position order.  The rows come
+ * in the heap's order (reader.c: a page read once for all the group's
+ * partitions, not once per partition or per row); partitions, and
+ * concurrent producers of one, interleave across pages, and a partition's
+ * rows are applied in position order (a duplicate is the later record), so
+ * a partition's stretch of the batch is sorted when it is out of order.
  */
-static int64
-scan_batch(WeirWorker *w, Relation rel, int32 part, int64 start, int64 bound,
-		   Snapshot snapshot, WeirRowCallback eval)
+static void
+scan_group(WeirWorker *w, Relation rel, Snapshot snapshot, WeirPartRowCallback eval)
 {
-	int64		last = start;
+	resetStringInfo(&w->batch_keys);
+	MemoryContextReset(w->batch_cxt);
+	for (int g = 0; g < w->ngroup; g++)
+	{
+		w->group_nbatch[g] = 0;
+		w->ranges[g].max_position = w->ranges[g].after;
+	}
+	(void) weir_reader_scan_heap_order(rel, w->ranges, w->ngroup, snapshot, eval, w);
+	for (int g = 0; g < w->ngroup; g++)
+	{
+		WeirEvalRow *rows = &w->batch[g * WEIR_BATCH_ROWS];
 
-	(void) weir_reader_scan_heap_order(rel, part, start,
-									   Min(start + WEIR_BATCH_ROWS, bound - 1),
-									   snapshot, eval, w, &last);
-	for (int b = 1; b < w->nbatch; b++)
-		if (w->batch[b].position < w->batch[b - 1].position)
-		{
-			qsort(w->batch, w->nbatch, sizeof(WeirEvalRow), position_cmp);
-			break;
-		}
-	return last;
+		for (int b = 1; b < w->group_nbatch[g]; b++)
+			if (rows[b].position < rows[b - 1].position)
+			{
+				qsort(rows, w->group_nbatch[g], sizeof(WeirEvalRow), position_cmp);
+				break;
+			}
+	}
 }
 
 /*
- * Read and process up to WEIR_BATCH_ROWS rows of one partition.  The batch
- * is evaluated inside a subtransaction; if a user expression fails on some
- * row, the batch is evaluated again row by row, each in its own
- * subtransaction, and the failing rows become dead letters.
+ * Read and process up to WEIR_BATCH_ROWS rows of each of the current
+ * side's partitions first .. first + n - 1 (n <= group_size), those below
+ * their bound.  The batch is evaluated inside a subtransaction; if a user
+ * expression fails on some row, it is evaluated again row by row, each in
+ * its own subtransaction, and the failing rows become dead letters.  Then
+ * each partition's rows are applied, partition after partition.
+ * w->group_nbatch[g] is how many rows partition first + g had.
  */
-static int64
-read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
-			   Snapshot snapshot)
+static void
+read_group(WeirWorker *w, Relation rel, int32 first, int n, const int64 *bounds,
+		   Snapshot snapshot)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	int32		index = w->side->first + part;	/* in the worker's arrays */
-	int64		start = w->pos[index];
-	int64		last = start;
 	volatile bool failed = false;
 
-	w->cur_part = part;
-	w->nbatch = 0;
-	resetStringInfo(&w->batch_keys);
-	MemoryContextReset(w->batch_cxt);
+	w->group_first = first;
+	w->ngroup = n;
+	for (int g = 0; g < n; g++)
+	{
+		int32		index = w->side->first + first + g;	/* in the worker's arrays */
+
+		w->ranges[g].part = first + g;
+		w->ranges[g].after = w->pos[index];
+		w->ranges[g].upto = Min(w->pos[index] + WEIR_BATCH_ROWS, bounds[index] - 1);
+	}
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		last = scan_batch(w, rel, part, start, bound, snapshot, eval_row);
+		scan_group(w, rel, snapshot, eval_row);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -629,29 +672,31 @@ read_partition(WeirWorker *w, Relation rel, int32 part, int64 bound,
 	PG_END_TRY();
 
 	if (failed)
-	{
-		w->nbatch = 0;
-		resetStringInfo(&w->batch_keys);
-		MemoryContextReset(w->batch_cxt);
-		last = scan_batch(w, rel, part, start, bound, snapshot, eval_row_guarded);
-	}
+		scan_group(w, rel, snapshot, eval_row_guarded);
+	w->cur_part = -1;
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
-	if (w->dedup)
-		apply_records(w, part, dedup_late, dedup_step);
-	else if (w->last_value)
-		apply_records(w, part, last_value_late, last_value_step);
-	else if (w->join)
-		apply_records(w, part, join_late, join_step);
-	else
-		apply_batch(w, part);
+	for (int g = 0; g < n && !w->store->out_of_memory; g++)
+	{
+		int32		part = first + g;
+		WeirEvalRow *rows = &w->batch[g * WEIR_BATCH_ROWS];
+		int			nrows = w->group_nbatch[g];
+
+		if (w->dedup)
+			apply_records(w, part, rows, nrows, dedup_late, dedup_step);
+		else if (w->last_value)
+			apply_records(w, part, rows, nrows, last_value_late, last_value_step);
+		else if (w->join)
+			apply_records(w, part, rows, nrows, join_late, join_step);
+		else
+			apply_batch(w, part, rows, nrows);
+	}
 	MemoryContextSwitchTo(oldcxt);
 	LWLockRelease(&w->slot->lock);
-	w->cur_part = -1;
 	if (w->store->out_of_memory)
 		stop_out_of_memory(w);
-	w->pos[index] = last;
-	return w->nbatch;
+	for (int g = 0; g < n; g++)
+		w->pos[w->side->first + first + g] = w->ranges[g].max_position;
 }
 
 /* The pipeline watermark: min over non-idle partitions, never decreasing. */
@@ -718,18 +763,23 @@ read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_up)
 		WeirSide   *side = &w->sides[s];
 
 		w->side = side;
-		for (int p = 0; p < side->partitions; p++)
+		for (int first = 0; first < side->partitions; first += w->group_size)
 		{
-			int32		i = side->first + p;
-			int64		got;
+			int			n = Min(w->group_size, side->partitions - first);
 
-			got = read_partition(w, rels[s], p, bounds[i], snapshot);
-			if (got > 0)
-				w->last_data_at[i] = now;
-			if (got == WEIR_BATCH_ROWS)
-				*caught_up = false;
-			total += got;
-			*lag += Max(bounds[i] - 1 - w->pos[i], 0);
+			read_group(w, rels[s], first, n, bounds, snapshot);
+			for (int g = 0; g < n; g++)
+			{
+				int32		i = side->first + first + g;
+				int64		got = w->group_nbatch[g];
+
+				if (got > 0)
+					w->last_data_at[i] = now;
+				if (got == WEIR_BATCH_ROWS)
+					*caught_up = false;
+				total += got;
+				*lag += Max(bounds[i] - 1 - w->pos[i], 0);
+			}
 		}
 	}
 	UnregisterSnapshot(snapshot);

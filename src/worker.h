@@ -125,12 +125,20 @@ typedef struct WeirWorker
 	ExprContext *econtext;
 	int			batch_stride;	/* evaluated arguments per row: max over sides */
 
-	/* a batch of one partition, evaluated before it touches state */
-	WeirEvalRow *batch;			/* [WEIR_BATCH_ROWS] */
-	Datum	   *batch_values;	/* [WEIR_BATCH_ROWS * plan->nargs] */
+	/*
+	 * A batch of a group of partitions, read in one pass and evaluated
+	 * before it touches state: partition group_first + g has rows
+	 * [g * WEIR_BATCH_ROWS, + group_nbatch[g]).
+	 */
+	int			group_size;		/* partitions per group, at most */
+	int32		group_first;	/* the group being read */
+	int			ngroup;
+	int		   *group_nbatch;	/* [group_size] */
+	struct WeirPositionRange *ranges;	/* [group_size]: what is read */
+	WeirEvalRow *batch;			/* [WEIR_BATCH_ROWS * group_size] */
+	Datum	   *batch_values;	/* [WEIR_BATCH_ROWS * group_size * batch_stride] */
 	bool	   *batch_nulls;
 	StringInfoData batch_keys;	/* key images, by offset */
-	int			nbatch;
 	MemoryContext batch_cxt;	/* reset after each batch */
 
 	/* checkpointing */
