@@ -26,6 +26,7 @@ OBJS = \
 	src/checkpoint_writer.o \
 	src/live.o \
 	src/sink.o \
+	src/sink_rows.o \
 	src/sink_order.o \
 	src/window_chunks.o \
 	src/columns.o \

@@ -52,6 +52,7 @@
 #include "join.h"
 #include "lastvalue.h"
 #include "sink.h"
+#include "sink_rows.h"
 #include "window_chunks.h"
 #include "worker.h"
 
@@ -90,65 +91,13 @@ weir_checkpoint_decode_key(WeirPlan *plan, const char *image, Datum *values)
 	}
 }
 
-/* Sink rows under construction: one WeirColumn per sink column. */
-typedef struct SinkRows
-{
-	WeirPlan   *plan;
-	WeirColumn	   *cols;
-	int			ncols;
-	Datum	   *keyvals;
-} SinkRows;
-
-static void
-sink_rows_init(SinkRows *s, WeirPlan *plan)
-{
-	s->plan = plan;
-	s->ncols = plan->nsinkcols;
-	s->cols = palloc(sizeof(WeirColumn) * s->ncols);
-	s->keyvals = palloc(sizeof(Datum) * Max(plan->nkeys, 1));
-	for (int i = 0; i < s->ncols; i++)
-		weir_column_init(&s->cols[i], plan->sinkcols[i].type);
-}
-
-/*
- * One sink row: the key image decoded, the window, and the aggregate values
- * (finals, nulls), or computed from `states` when finals is NULL.
- */
-static void
-sink_rows_add(SinkRows *s, const char *key, TimestampTz start, TimestampTz end,
-			  char *states, Datum *finals, bool *nulls)
-{
-	WeirPlan   *plan = s->plan;
-	int			c = 0;
-
-	weir_checkpoint_decode_key(plan, key, s->keyvals);
-	for (int i = 0; i < plan->nkeys; i++)
-		weir_column_add(&s->cols[c++], s->keyvals[i], false);
-	weir_column_add(&s->cols[c++], TimestampTzGetDatum(start), false);
-	weir_column_add(&s->cols[c++], TimestampTzGetDatum(end), false);
-	for (int i = 0; i < plan->naggs; i++)
-	{
-		bool		isnull;
-		Datum		v;
-
-		if (finals)
-		{
-			v = finals[i];
-			isnull = nulls[i];
-		}
-		else
-			v = weir_agg_final(&plan->aggs[i], states, &isnull);
-		weir_column_add(&s->cols[c++], v, isnull);
-	}
-}
-
 /*
  * Rows through the bulk path (sink.c), when the sink allows it: first
  * emissions inserted, rows already in the sink updated in place.  False:
  * not (all) done, SQL must.
  */
 static bool
-bulk_write(WeirWorker *w, SinkRows *rows, bool update)
+bulk_write(WeirWorker *w, WeirSinkRows *rows, bool update)
 {
 	Datum	  **values;
 	bool	  **nulls;
@@ -175,7 +124,7 @@ bulk_write(WeirWorker *w, SinkRows *rows, bool update)
 
 /* Sink rows through SQL (INSERT, or upsert): one array per column. */
 static void
-run_sink_write(WeirWorker *w, SinkRows *rows, bool upsert)
+run_sink_write(WeirWorker *w, WeirSinkRows *rows, bool upsert)
 {
 	SPIPlanPtr *plan = upsert ? &w->sink_plan : &w->sink_insert_plan;
 	Datum	   *arrays = palloc(sizeof(Datum) * rows->ncols);
@@ -194,7 +143,7 @@ run_sink_write(WeirWorker *w, SinkRows *rows, bool upsert)
 typedef struct SinkInsert
 {
 	WeirWorker *w;
-	SinkRows   *rows;
+	WeirSinkRows   *rows;
 } SinkInsert;
 
 static void
@@ -214,7 +163,7 @@ sink_insert(void *arg)
  * subtransaction, fails on the unique key and the rows are upserted instead.
  */
 static void
-write_sink_rows(WeirWorker *w, SinkRows *rows, bool upsert)
+write_sink_rows(WeirWorker *w, WeirSinkRows *rows, bool upsert)
 {
 	SinkInsert	si = {w, rows};
 
@@ -283,7 +232,7 @@ add_window_image(WeirWorker *w, WeirWindowChunkBuilder *cb, WeirWindow *win)
 
 /* Sink rows into the package, when there are any. */
 static void
-package_sink_rows(WeirPackage *pkg, WeirPackageOpKind kind, SinkRows *rows)
+package_sink_rows(WeirPackage *pkg, WeirPackageOpKind kind, WeirSinkRows *rows)
 {
 	if (rows->cols[0].n > 0)
 		weir_package_add_columns(pkg, kind, InvalidOid, rows->cols, rows->ncols);
@@ -314,14 +263,27 @@ window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 	WeirWindow *win;
 	ListCell   *lc;
 	int64		live_bytes = 0;
-	SinkRows	sink;			/* rows already in the sink: upserted */
-	SinkRows	fresh;			/* first emission of a window: inserted */
+	WeirSinkRows *sink;			/* rows already in the sink: upserted */
+	WeirSinkRows *fresh;			/* first emission of a window: inserted */
 	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
 	WeirColumn *rkeys;			/* sink rows to retract: key columns */
 	WeirColumn **retract;
 
-	sink_rows_init(&sink, plan);
-	sink_rows_init(&fresh, plan);
+	/* the rows of windows that left memory are there already */
+	for (int emitted = 0; emitted < 2; emitted++)
+	{
+		WeirSinkRows *rows = w->store->retired_rows[emitted];
+
+		if (rows == NULL)
+		{
+			rows = palloc(sizeof(WeirSinkRows));
+			weir_sink_rows_init(rows, plan);
+		}
+		if (emitted)
+			sink = rows;
+		else
+			fresh = rows;
+	}
 	weir_window_chunks_begin(&chunks, w->lateness, false);
 	rkeys = palloc(sizeof(WeirColumn) * (plan->nkeys + 1));
 	retract = palloc(sizeof(WeirColumn *) * (plan->nkeys + 1));
@@ -340,7 +302,7 @@ window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 	{
 		WeirRetired *r = lfirst(lc);
 
-		if (r->merged && r->persisted)
+		if (r->persisted)
 			weir_window_chunks_add_gone(&chunks, r->key, r->keylen, r->start, r->end);
 	}
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
@@ -352,8 +314,8 @@ window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 
 		if (weir_window_flags(win) & WEIR_WINDOW_SINK_DIRTY)
 		{
-			sink_rows_add((weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? &sink : &fresh,
-						  weir_window_key(win), win->start, end, states, NULL, NULL);
+			weir_sink_rows_add((weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? sink : fresh,
+							   weir_window_key(win), win->start, end, states);
 			weir_window_clear_flags(win, WEIR_WINDOW_SINK_DIRTY);
 			weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
 		}
@@ -382,23 +344,20 @@ window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 	{
 		WeirRetired *r = lfirst(lc);
 
-		if (r->write_sink)
-			sink_rows_add(r->emitted ? &sink : &fresh, r->key, r->start, r->end,
-						  NULL, r->finals, r->final_nulls);
 		if (r->retract_sink)
 		{
-			weir_checkpoint_decode_key(plan, r->key, sink.keyvals);
+			weir_checkpoint_decode_key(plan, r->key, sink->keyvals);
 			for (int i = 0; i < plan->nkeys; i++)
-				weir_column_add(&rkeys[i], sink.keyvals[i], false);
+				weir_column_add(&rkeys[i], sink->keyvals[i], false);
 			weir_column_add(&rkeys[plan->nkeys], TimestampTzGetDatum(r->start), false);
 		}
 	}
 	weir_window_chunks_finish(&chunks);
 	package_sink_deletes(pkg, retract, plan->nkeys + 1);
-	package_sink_rows(pkg, WEIR_PKG_SINK_INSERT, &fresh);
-	package_sink_rows(pkg, WEIR_PKG_SINK_UPSERT, &sink);
+	package_sink_rows(pkg, WEIR_PKG_SINK_INSERT, fresh);
+	package_sink_rows(pkg, WEIR_PKG_SINK_UPSERT, sink);
 	weir_window_chunks_package(&w->window_chunks, &chunks, pkg, w->watermark);
-	n->sink_rows = sink.cols[0].n + fresh.cols[0].n;
+	n->sink_rows = sink->cols[0].n + fresh->cols[0].n;
 	n->state_rows = chunks.total_entries;
 	n->bytes = chunks.bytes;
 }
@@ -416,14 +375,14 @@ last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 	int			ncols = plan->ncolumns;
 	Datum	   *keyvals = palloc(sizeof(Datum) * plan->nkeys);
 	ListCell   *lc;
-	SinkRows	fresh;			/* keys new since the last checkpoint: inserted */
-	SinkRows	changed;		/* keys whose row is in the sink: upserted */
+	WeirSinkRows	fresh;			/* keys new since the last checkpoint: inserted */
+	WeirSinkRows	changed;		/* keys whose row is in the sink: upserted */
 	WeirColumn *gone;			/* keys that expired: their rows deleted */
 	WeirColumn **gone_list;
 	WeirKeyedCollected collected;
 
-	sink_rows_init(&fresh, plan);
-	sink_rows_init(&changed, plan);
+	weir_sink_rows_init(&fresh, plan);
+	weir_sink_rows_init(&changed, plan);
 	gone = palloc(sizeof(WeirColumn) * Max(plan->nkeys, 1));
 	gone_list = palloc(sizeof(WeirColumn *) * Max(plan->nkeys, 1));
 	for (int i = 0; i < plan->nkeys; i++)
@@ -443,7 +402,7 @@ last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 	{
 		WeirWindow *win = weir_window_at(w->store, lv->pending_entry[r]);
 		WeirKeyedState *s = weir_keyed_state(lv->keys, lv->pending_entry[r]);
-		SinkRows   *rows = (weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? &changed : &fresh;
+		WeirSinkRows   *rows = (weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? &changed : &fresh;
 
 		s->pending = -1;
 		weir_checkpoint_decode_key(plan, weir_window_key(win), keyvals);
@@ -672,7 +631,7 @@ weir_checkpoint_execute(WeirWorker *w, const char *data, Size len, WeirCheckpoin
 			case WEIR_PKG_SINK_INSERT:
 			case WEIR_PKG_SINK_UPSERT:
 				{
-					SinkRows	rows = {w->plan, cols, op->ncols, NULL};
+					WeirSinkRows	rows = {w->plan, cols, op->ncols, NULL};
 
 					write_sink_rows(w, &rows, op->kind == WEIR_PKG_SINK_UPSERT);
 					break;

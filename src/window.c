@@ -27,9 +27,9 @@
  * A window fires (its row is due in the sink) when the watermark reaches
  * its end, and leaves memory when the watermark passes end + allowed
  * lateness; until then a late record updates it and its row is written
- * again.  What leaves memory owing the sink something (its last row, or a
- * merged session's retraction) waits on the "retired" list until the next
- * checkpoint has done it.
+ * again.  What leaves memory owing the sink something waits for the next
+ * checkpoint: its last row, built as it leaves (retired_rows), or a merged
+ * session's retraction (the "retired" list).
  *
  * Allocation beyond the store's limit (max_state_memory) or a failed DSA
  * allocation sets out_of_memory instead of raising an error; the worker
@@ -50,6 +50,7 @@
 #include "utils/memutils.h"
 
 #include "aggregate.h"
+#include "sink_rows.h"
 #include "window.h"
 
 #define SLOT_EMPTY		InvalidDsaPointer
@@ -594,14 +595,31 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 	uint32		keylen = weir_window_keylen(w);
 
 	/*
-	 * A closed window owes nothing but its last sink row: a restore skips
-	 * closed windows.  A merged one, not closed, must hide its versions in
-	 * earlier chunks (window_chunks.c).
+	 * A closed window owes nothing but its last sink row (a restore skips
+	 * closed windows): built now, so that nothing else of it (generic
+	 * states can be large) outlives it until the checkpoint.  A merged one,
+	 * not closed, must hide its versions in earlier chunks (window_chunks.c)
+	 * and retract its row.
 	 */
-	if (sink_dirty || (merged && (fired || persisted)))
+	if (sink_dirty)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(store->retired_cxt);
-		WeirRetired *r = palloc0(sizeof(WeirRetired));
+		int			emitted = (flags & WEIR_WINDOW_EMITTED) != 0;
+
+		if (store->retired_rows[emitted] == NULL)
+		{
+			store->retired_rows[emitted] = palloc(sizeof(WeirSinkRows));
+			weir_sink_rows_init(store->retired_rows[emitted], store->plan);
+		}
+		weir_sink_rows_add(store->retired_rows[emitted], weir_window_key(w), w->start,
+						   weir_window_end(root, store->plan, w),
+						   weir_window_states(root, w));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	else if (merged && (fired || persisted))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(store->retired_cxt);
+		WeirRetired *r = palloc(sizeof(WeirRetired));
 
 		r->key = palloc(keylen);
 		memcpy(r->key, weir_window_key(w), keylen);
@@ -609,24 +627,7 @@ retire(WeirWindowStore *store, dsa_pointer dp, bool merged)
 		r->start = w->start;
 		r->end = weir_window_end(root, store->plan, w);
 		r->persisted = persisted;
-		r->merged = merged;
-		r->write_sink = sink_dirty;
-		r->retract_sink = merged && fired;
-		r->emitted = (flags & WEIR_WINDOW_EMITTED) != 0;
-		if (r->write_sink)
-		{
-			/*
-			 * Its last row's values now, so that no state (generic states
-			 * can be large) outlives the window until the checkpoint.
-			 */
-			WeirPlan   *plan = store->plan;
-
-			r->finals = palloc(sizeof(Datum) * plan->naggs);
-			r->final_nulls = palloc(sizeof(bool) * plan->naggs);
-			for (int i = 0; i < plan->naggs; i++)
-				r->finals[i] = weir_agg_final(&plan->aggs[i], weir_window_states(root, w),
-											  &r->final_nulls[i]);
-		}
+		r->retract_sink = fired;
 		store->retired = lappend(store->retired, r);
 		MemoryContextSwitchTo(oldcxt);
 	}
@@ -879,11 +880,19 @@ maybe_shrink(WeirWindowStore *store)
 		(void) resize(store, target);
 }
 
+/* Whether windows that left memory owe the next checkpoint something. */
+bool
+weir_window_owes_retired(WeirWindowStore *store)
+{
+	return store->retired != NIL || store->retired_rows[0] || store->retired_rows[1];
+}
+
 /* After a checkpoint committed what the retired windows still owed. */
 void
 weir_window_forget_retired(WeirWindowStore *store)
 {
 	store->retired = NIL;
+	store->retired_rows[0] = store->retired_rows[1] = NULL;
 	MemoryContextReset(store->retired_cxt);
 }
 

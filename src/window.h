@@ -152,20 +152,19 @@ typedef struct WeirStoreRoot
 	int64		bytes;			/* accounted: windows and the slot table */
 } WeirStoreRoot;
 
-/* A window that left memory, with what its checkpoint must still do */
+/*
+ * A session window merged into another while a checkpoint holds a version
+ * of it or its row is in the sink: the next checkpoint writes it as gone,
+ * and retracts its row.
+ */
 typedef struct WeirRetired
 {
 	char	   *key;
 	uint32		keylen;
 	TimestampTz start;
 	TimestampTz end;
-	bool		write_sink;		/* its final row is not in the sink yet */
 	bool		persisted;		/* a checkpoint's chunk holds a version of it */
-	bool		merged;			/* a session merged into another (not closed) */
-	bool		retract_sink;	/* its sink row must go (a session that merged) */
-	bool		emitted;		/* a checkpoint already wrote its sink row */
-	Datum	   *finals;			/* aggregate results, when write_sink */
-	bool	   *final_nulls;
+	bool		retract_sink;	/* its sink row must go */
 } WeirRetired;
 
 typedef struct WeirWindowStore
@@ -182,6 +181,8 @@ typedef struct WeirWindowStore
 	HTAB	   *buckets;		/* tumbling, hopping: window lists by start */
 	HTAB	   *sessions;		/* session: window lists by key */
 	List	   *retired;		/* WeirRetired *, until the next checkpoint */
+	/* rows of windows that left memory: [0] first emissions, [1] updates */
+	struct WeirSinkRows *retired_rows[2];	/* NULL: none yet */
 	MemoryContext retired_cxt;	/* holds them; reset after each checkpoint */
 } WeirWindowStore;
 
@@ -219,6 +220,7 @@ extern int	weir_window_assign(WeirWindowing *w, TimestampTz t, TimestampTz *star
 							   int max);
 extern int64 weir_window_fire(WeirWindowStore *store, TimestampTz watermark,
 							  int64 lateness, bool emit_updates);
+extern bool weir_window_owes_retired(WeirWindowStore *store);
 extern void weir_window_forget_retired(WeirWindowStore *store);
 extern void weir_window_iter_init(WeirWindowIter *iter, WeirWindowStore *store);
 extern WeirWindow *weir_window_iter_next(WeirWindowIter *iter);

@@ -970,7 +970,7 @@ run(WeirWorker *w)
 												 w->emit_updates);
 
 			w->fired_since += fired;
-			if (fired > 0 || w->store->retired != NIL)
+			if (fired > 0 || weir_window_owes_retired(w->store))
 				w->changed = true;
 		}
 		LWLockRelease(&w->slot->lock);

@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink_rows.h
+ *	  Window sink rows under construction, a column each.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/sink_rows.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_SINK_ROWS_H
+#define WEIR_SINK_ROWS_H
+
+#include "datatype/timestamp.h"
+
+#include "columns.h"
+#include "definition.h"
+
+/* Sink rows under construction: one WeirColumn per sink column. */
+typedef struct WeirSinkRows
+{
+	WeirPlan   *plan;
+	WeirColumn *cols;
+	int			ncols;
+	Datum	   *keyvals;		/* scratch: a key image decoded */
+} WeirSinkRows;
+
+extern void weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan);
+extern void weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start,
+							   TimestampTz end, char *states);
+
+#endif							/* WEIR_SINK_ROWS_H */
