@@ -673,7 +673,6 @@ read_group(WeirWorker *w, Relation rel, int32 first, int n, const int64 *bounds,
 
 	if (failed)
 		scan_group(w, rel, snapshot, eval_row_guarded);
-	w->cur_part = -1;
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
 	for (int g = 0; g < n && !w->store->out_of_memory; g++)
@@ -682,6 +681,8 @@ read_group(WeirWorker *w, Relation rel, int32 first, int n, const int64 *bounds,
 		WeirEvalRow *rows = &w->batch[g * WEIR_BATCH_ROWS];
 		int			nrows = w->group_nbatch[g];
 
+		w->cur_part = part;		/* for the error context */
+		w->cur_pos = w->ranges[g].max_position;
 		if (w->dedup)
 			apply_records(w, part, rows, nrows, dedup_late, dedup_step);
 		else if (w->last_value)
@@ -693,6 +694,7 @@ read_group(WeirWorker *w, Relation rel, int32 first, int n, const int64 *bounds,
 	}
 	MemoryContextSwitchTo(oldcxt);
 	LWLockRelease(&w->slot->lock);
+	w->cur_part = -1;
 	if (w->store->out_of_memory)
 		stop_out_of_memory(w);
 	for (int g = 0; g < n; g++)
@@ -898,13 +900,27 @@ pending_sink_rows(WeirWorker *w)
  * half an interval's worth the writer sat idle while rows piled up, and the
  * last checkpoint was about a quarter of the time to consume a backlog
  * (bench/window.sh: tumbling A/B, 5 pairs, 1.94-2.00M -> 2.42-2.55M
- * events/s).  An eighth, not less: each checkpoint has its fixed costs
- * (the sync phase walks every open window; a commit; the state chunk).
+ * events/s).  An eighth, not less: each checkpoint has its fixed costs (a
+ * commit, the state chunk, and the sync phase, when the worker stops,
+ * which walks every open window).  And only while the last sync phase took
+ * under a sixteenth of the interval: checkpoints an eighth of the interval
+ * apart would otherwise stop the worker for more than half its time (a
+ * large state: millions of open windows).  And only where every row is
+ * written once however often checkpoints come (fired windows, records
+ * kept, pairs joined): a last value's row per changed key, or an open
+ * window's current values (emit 'updates'), would be written again at
+ * every checkpoint (last value A/B: one checkpoint of 100,000 keys became
+ * four, 1.53M -> 1.03M events/s).
  */
 static bool
 sink_rows_due(WeirWorker *w, bool caught_up)
 {
-	int64		share = (!caught_up && w->writer) ? 8 : 2;
+	bool		rows_once = w->last_value == NULL && !w->emit_updates;
+	int64		share = 2;
+
+	if (!caught_up && rows_once && w->writer &&
+		w->last_sync_us * 16 < w->checkpoint_interval)
+		share = 8;
 
 	return pending_sink_rows(w) * w->sink_row_us >= w->checkpoint_interval / share;
 }
@@ -1028,6 +1044,7 @@ run(WeirWorker *w)
 			checkpoint_started = weir_clock_now();
 			weir_checkpoint_collect(w, Min(w->next_checkpoint, now),
 									caught_up ? tickets : served, &pkg);
+			w->last_sync_us = weir_clock_now() - checkpoint_started;
 			if (w->writer)
 				weir_writer_send(w->writer, &pkg);
 			else

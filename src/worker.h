@@ -151,6 +151,7 @@ typedef struct WeirWorker
 	List	   *late;			/* int64[2] {part, position} of late rows, when kept */
 	bool		changed;		/* anything to checkpoint */
 	int64		fired_since;	/* windows fired since the last checkpoint */
+	int64		last_sync_us;	/* the last checkpoint's sync phase */
 	TimestampTz idle_since;		/* no rows read since; 0 while reading */
 	bool		memory_released;	/* since going idle (process_memory.c) */
 	double		sink_row_us;	/* what a sink row costs a checkpoint, as last
