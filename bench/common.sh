@@ -8,8 +8,8 @@
 # already installed, building and installing nothing), then starts a
 # throwaway cluster in /tmp/weir-bench-NAME-PID on a free port (or
 # WEIR_PORT), with memory and WAL enough that checkpoints and autovacuum do
-# not land inside one measurement and not another; the cluster is stopped
-# and removed on exit.  Defines DIR, PORT and progress(), and sources
+# not land inside one measurement and not another (and huge pages with
+# WEIR_BENCH_HUGE_PAGES=1); the cluster is stopped and removed on exit.  Defines DIR, PORT and progress(), and sources
 # bench/lib.sh, the helpers the pipeline benches share.
 
 if [ "${WEIR_BENCH_INSTALLED:-0}" = 1 ]; then
@@ -54,7 +54,18 @@ progress() { echo "bench: $*" >&2; }
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-progress "starting a cluster in $DIR (port $PORT)"
+# WEIR_BENCH_HUGE_PAGES=1: shared memory in huge pages (the machine needs
+# vm.nr_hugepages of about 300 free; the cluster does not start otherwise).
+# Every pipeline worker, checkpoint writer and psql session is a new
+# process, which faults in each 4 kB page of shared memory it touches: on
+# the virtual machines here that is ~4 us a page, and a large share of a
+# backlog's figures (README, Performance).
+HUGE_PAGES=try
+if [ "${WEIR_BENCH_HUGE_PAGES:-0}" = 1 ]; then
+	HUGE_PAGES=on
+	echo "# huge_pages = on (WEIR_BENCH_HUGE_PAGES=1)"
+fi
+progress "starting a cluster in $DIR (port $PORT, huge_pages = $HUGE_PAGES)"
 weir_cluster_start "$DIR" "$PORT" \
 	"shared_buffers = 512MB" "max_wal_size = 8GB" "checkpoint_timeout = 1h" \
-	"autovacuum = off" "jit = off"
+	"autovacuum = off" "jit = off" "huge_pages = $HUGE_PAGES"
