@@ -563,6 +563,39 @@ weir_window_entry_shrink(WeirWindowStore *store)
 		maybe_shrink(store);
 }
 
+/*
+ * A slot's window left.  A probe passes a deleted slot and stops at an empty
+ * one, so a slot followed by an empty one can be empty itself (no probe
+ * needs to pass it), and so can the deleted slots before it.  This clears
+ * most deleted slots as they are made, without knowing any window's hash:
+ * a keyed store whose keys come and go (a join's, a dedup's ids) otherwise
+ * filled with deleted slots, and rebuilding it every few tens of thousands
+ * of new keys (hashing every live key again, each a cache miss) was ~8% of
+ * a join's time.
+ */
+static void
+mark_deleted(WeirWindowStore *store, uint32 slot)
+{
+	WeirStoreRoot *root = store->root;
+	dsa_pointer *slots = slot_table(store);
+	uint32		capacity = root->capacity;
+
+	if (slots[next_slot(slot, capacity)] != SLOT_EMPTY)
+	{
+		slots[slot] = SLOT_DELETED;
+		root->deleted++;
+		return;
+	}
+	slots[slot] = SLOT_EMPTY;
+	for (uint32 i = slot == 0 ? capacity - 1 : slot - 1;
+		 slots[i] == SLOT_DELETED;
+		 i = i == 0 ? capacity - 1 : i - 1)
+	{
+		slots[i] = SLOT_EMPTY;
+		root->deleted--;
+	}
+}
+
 /* Remove a window from the slot table (its list is the caller's business). */
 static void
 unindex(WeirWindowStore *store, WeirWindow *w)
@@ -572,9 +605,8 @@ unindex(WeirWindowStore *store, WeirWindow *w)
 							 weir_window_keylen(w), &found);
 
 	Assert(found);
-	slot_table(store)[slot] = SLOT_DELETED;
 	store->root->used--;
-	store->root->deleted++;
+	mark_deleted(store, slot);
 }
 
 /*
