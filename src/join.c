@@ -270,6 +270,18 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 	return p - start;
 }
 
+/* A hint: the newest row of each side of an entry will be read soon. */
+static void
+prefetch_rows(void *arg, WeirKeyed *k, dsa_pointer entry)
+{
+	WeirJoin   *j = (WeirJoin *) arg;
+	JoinKeyState *s = key_state(j, entry);
+
+	for (int side = 0; side < 2; side++)
+		if (DsaPointerIsValid(s->rows[side]))
+			WEIR_PREFETCH(row_at(j, s->rows[side]));
+}
+
 /* An entry leaves: every row in it has (its time passed). */
 static void
 remove_rows(void *arg, WeirKeyed *k, dsa_pointer entry)
@@ -310,6 +322,7 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	k->image_hook = image_rows;
 	k->restore_hook = restore_rows;
 	k->remove_hook = remove_rows;
+	k->prefetch_hook = prefetch_rows;
 	j->keys = k;
 	for (int side = 0; side < 2; side++)
 		weir_row_arena_init(&j->arenas[side], store);

@@ -58,7 +58,16 @@
 
 #define CHUNK_MAX_BYTES (32 * 1024 * 1024)	/* split larger chunks */
 #define COMPACT_SLACK_BYTES (1024 * 1024)
-#define RELEASE_HELD_AT 4096	/* held entries freed in one pass over the dirty list */
+/*
+ * Held entries are freed in one pass over the dirty list once there are
+ * this many, and at least half as many as the list is long: so each pass
+ * frees as many entries as it looks at (amortised O(1) an entry).  With a
+ * fixed count alone, a backlog whose keys come and go within a checkpoint
+ * interval (a join's: hundreds of thousands) walked its whole dirty list
+ * every few thousand expiries.
+ */
+#define RELEASE_HELD_AT 4096
+#define PREFETCH_AHEAD 8		/* entries ahead a walk over an array asks for */
 
 typedef struct ExpiryBucket
 {
@@ -204,6 +213,22 @@ weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, TimestampTz t,
 }
 
 /*
+ * A hint that the key of hash `keyhash` (weir_window_key_hash) will be
+ * looked up soon, in stages a few records apart: 0 asks for its slot, 1 for
+ * its entry (the slot has come by then), 2 for what the operator will read
+ * through the entry (prefetch_hook: a join's rows; the entry has come).
+ */
+void
+weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage)
+{
+	dsa_pointer dp = weir_window_prefetch(k->store, (TimestampTz) k->space, keyhash,
+										  stage > 0);
+
+	if (stage == 2 && DsaPointerIsValid(dp) && k->prefetch_hook)
+		k->prefetch_hook(k->hook_arg, k, dp);
+}
+
+/*
  * An expired entry leaves memory: the operator's hook first (a join's rows),
  * its key kept if the operator owes the sink something for it (last value).
  */
@@ -252,6 +277,10 @@ free_held(WeirKeyed *k)
 	{
 		dsa_pointer dp = k->held[i];
 
+		if (i + 2 * PREFETCH_AHEAD < k->nheld)
+			WEIR_PREFETCH(weir_window_at(k->store, k->held[i + 2 * PREFETCH_AHEAD]));
+		if (i + PREFETCH_AHEAD < k->nheld && k->prefetch_hook)
+			k->prefetch_hook(k->hook_arg, k, k->held[i + PREFETCH_AHEAD]);
 		if (k->remove_hook)
 			k->remove_hook(k->hook_arg, k, dp);
 		k->live_bytes -= entry_image_bytes(k, weir_window_at(k->store, dp));
@@ -272,8 +301,12 @@ release_held(WeirKeyed *k)
 	int			kept = 0;
 
 	for (int i = 0; i < k->ndirty; i++)
+	{
+		if (i + PREFETCH_AHEAD < k->ndirty)
+			WEIR_PREFETCH(weir_window_at(k->store, k->dirty[i + PREFETCH_AHEAD]));
 		if (!(weir_window_flags(weir_window_at(k->store, k->dirty[i])) & WEIR_WINDOW_HELD))
 			k->dirty[kept++] = k->dirty[i];
+	}
 	k->ndirty = kept;
 	return free_held(k);
 }
@@ -341,7 +374,7 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 		}
 	}
 	list_free(due);
-	if (!k->keep_removed && k->nheld >= RELEASE_HELD_AT)
+	if (!k->keep_removed && k->nheld >= Max(RELEASE_HELD_AT, k->ndirty / 2))
 		removed += release_held(k);
 	if (removed > 0)
 		weir_window_entry_shrink(k->store);
@@ -496,7 +529,11 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 	initStringInfo(&cb.buf);
 
 	for (int i = 0; i < d->ndirty; i++)
+	{
+		if (i + PREFETCH_AHEAD < d->ndirty)
+			WEIR_PREFETCH(weir_window_at(d->store, d->dirty[i + PREFETCH_AHEAD]));
 		dirty_bytes += entry_image_bytes(d, weir_window_at(d->store, d->dirty[i]));
+	}
 	out->compacted = d->chunk_bytes + dirty_bytes > 2 * d->live_bytes + COMPACT_SLACK_BYTES;
 	if (out->compacted)
 	{
@@ -510,7 +547,11 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 	}
 	else
 		for (int i = 0; i < d->ndirty; i++)
+		{
+			if (i + PREFETCH_AHEAD < d->ndirty)
+				WEIR_PREFETCH(weir_window_at(d->store, d->dirty[i + PREFETCH_AHEAD]));
 			chunk_add(&cb, weir_window_at(d->store, d->dirty[i]));
+		}
 	chunk_flush(&cb);
 	d->ndirty = 0;
 	pfree(cb.buf.data);

@@ -41,13 +41,15 @@ typedef struct WeirKeyed WeirKeyed;
  * rows) add it to the entry's chunk image, and read it back on restore
  * (returning the bytes consumed, or -1 if they make no sense; dp is
  * InvalidDsaPointer when the entry has expired and is only read past);
- * remove_hook runs before an expired entry leaves memory.
+ * remove_hook runs before an expired entry leaves memory; prefetch_hook
+ * asks the CPU for what the others will read through an entry soon.
  */
 typedef void (*WeirKeyedImageHook) (void *arg, WeirKeyed *k, WeirWindow *w,
 									StringInfo buf);
 typedef int64 (*WeirKeyedRestoreHook) (void *arg, WeirKeyed *k, dsa_pointer dp,
 									   const char *state, const char *p, Size avail);
 typedef void (*WeirKeyedRemoveHook) (void *arg, WeirKeyed *k, dsa_pointer dp);
+typedef void (*WeirKeyedPrefetchHook) (void *arg, WeirKeyed *k, dsa_pointer dp);
 
 struct WeirKeyed
 {
@@ -87,6 +89,7 @@ struct WeirKeyed
 	WeirKeyedImageHook image_hook;
 	WeirKeyedRestoreHook restore_hook;
 	WeirKeyedRemoveHook remove_hook;
+	WeirKeyedPrefetchHook prefetch_hook;	/* a hint: what the others will read */
 };
 
 /* What a checkpoint of the entries writes */
@@ -105,6 +108,7 @@ extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
 									bool keep_removed, MemoryContext parent);
 extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen,
 									TimestampTz t, bool *created);
+extern void weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage);
 extern WeirKeyedState *weir_keyed_state(WeirKeyed *k, dsa_pointer dp);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
 extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);

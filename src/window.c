@@ -493,6 +493,44 @@ weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz start, TimestampTz
 }
 
 /*
+ * Prefetching.  A lookup reads a slot and then the window it points to, as a
+ * rule two cache misses (a table of 100k keys and their windows do not stay
+ * in cache), and the record waits on both.  A batch knows its records' keys
+ * ahead: asking the CPU for a record's slot some records ahead, and for its
+ * window once that slot has come (a few records later), overlaps the misses
+ * with the work on the records between.  `window` false: the slot; true: the
+ * window the slot's tag points to (the first match, as a lookup finds it;
+ * none if the first slots do not have it).  Returns that window's
+ * dsa_pointer, or InvalidDsaPointer.  A hint only: a wrong guess costs a
+ * wasted fetch, never a wrong answer.
+ */
+dsa_pointer
+weir_window_prefetch(WeirWindowStore *store, TimestampTz start, uint32 keyhash,
+					 bool window)
+{
+	uint32		capacity = store->root->capacity;
+	dsa_pointer *slots = slot_table(store);
+	uint32		hash = window_hash_of(start, keyhash);
+	dsa_pointer tag = SLOT_TAG(hash);
+	uint32		i = home_slot(hash, capacity);
+
+	if (!window)
+	{
+		WEIR_PREFETCH(&slots[i]);
+		return InvalidDsaPointer;
+	}
+	for (int n = 0; n < 4 && slots[i] != SLOT_EMPTY; n++, i = next_slot(i, capacity))
+		if (slots[i] != SLOT_DELETED && (slots[i] & ~SLOT_PTR_MASK) == tag)
+		{
+			dsa_pointer dp = slots[i] & SLOT_PTR_MASK;
+
+			WEIR_PREFETCH(window_at(store, dp));
+			return dp;
+		}
+	return InvalidDsaPointer;
+}
+
+/*
  * Keyed entries (dedup, last value, join): one entry per key and `space`
  * (a join's side), stored as a window starting at `space`, which the store
  * does not link anywhere: its next (weir_window_set_next) is the operator's.

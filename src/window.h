@@ -19,6 +19,13 @@
 
 #include "definition.h"
 
+/* a hint to the CPU that `addr` will be read soon (no-op where unknown) */
+#if defined(__GNUC__) || defined(__clang__)
+#define WEIR_PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define WEIR_PREFETCH(addr) ((void) (addr))
+#endif
+
 /* WeirWindow.flags */
 #define WEIR_WINDOW_FIRED		0x01	/* its row is due in (or went to) the sink */
 #define WEIR_WINDOW_DIRTY		0x02	/* state changed since the last checkpoint */
@@ -206,6 +213,8 @@ extern WeirWindow *weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz
 extern WeirWindow *weir_session_place(WeirWindowStore *store, const char *key,
 									  uint32 keylen, TimestampTz t,
 									  TimestampTz watermark, int64 lateness);
+extern dsa_pointer weir_window_prefetch(WeirWindowStore *store, TimestampTz start,
+										uint32 keyhash, bool window);
 extern dsa_pointer weir_window_entry_find(WeirWindowStore *store, int space,
 										  const char *key, uint32 keylen,
 										  bool create, bool *created);
