@@ -264,6 +264,8 @@ stored_window_hash(WeirWindow *w)
 	return window_hash(w->start, weir_window_key(w), weir_window_keylen(w));
 }
 
+#define RESIZE_PREFETCH_AHEAD 16	/* slots */
+
 /* Grow (or just clean) the slot table; false if memory ran out. */
 static bool
 resize(WeirWindowStore *store, uint32 capacity)
@@ -283,6 +285,17 @@ resize(WeirWindowStore *store, uint32 capacity)
 		WeirWindow *w;
 		uint32		j;
 
+		/*
+		 * Each window is read for its hash, a cache miss as a rule: ask for
+		 * the ones some slots ahead meanwhile (weir_window_prefetch)
+		 */
+		if (i + RESIZE_PREFETCH_AHEAD < root->capacity)
+		{
+			dsa_pointer ahead = old_slots[i + RESIZE_PREFETCH_AHEAD];
+
+			if (ahead != SLOT_EMPTY && ahead != SLOT_DELETED)
+				WEIR_PREFETCH(window_at(store, ahead & SLOT_PTR_MASK));
+		}
 		if (old_slots[i] == SLOT_EMPTY || old_slots[i] == SLOT_DELETED)
 			continue;
 		w = window_at(store, old_slots[i] & SLOT_PTR_MASK);
