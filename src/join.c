@@ -470,7 +470,10 @@ weir_join_drain(WeirJoin *j, TimestampTz watermark)
 	/* entries changed since the last checkpoint stay: empty their lists */
 	for (int i = 0; i < k->ndirty; i++)
 	{
-		JoinKeyState *s = key_state(j, k->dirty[i]);
+		JoinKeyState *s;
+
+		weir_keyed_prefetch_walk(k, k->dirty, k->ndirty, i, true);
+		s = key_state(j, k->dirty[i]);
 
 		prune(j, s, 0, watermark);
 		prune(j, s, 1, watermark);

@@ -67,7 +67,7 @@
  * every few thousand expiries.
  */
 #define RELEASE_HELD_AT 4096
-#define PREFETCH_AHEAD 8		/* entries ahead a walk over an array asks for */
+#define PREFETCH_AHEAD 16		/* entries ahead a walk over an array asks for */
 
 typedef struct ExpiryBucket
 {
@@ -229,6 +229,20 @@ weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage)
 }
 
 /*
+ * In a walk over an array of entries (dirty, held), at a[i]: ask for the
+ * entry PREFETCH_AHEAD on and, `deep`, for what the operator reads through
+ * the one half as far on (prefetch_hook; its entry came meanwhile).
+ */
+void
+weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i, bool deep)
+{
+	if (i + PREFETCH_AHEAD < n)
+		WEIR_PREFETCH(weir_window_at(k->store, a[i + PREFETCH_AHEAD]));
+	if (deep && k->prefetch_hook && i + PREFETCH_AHEAD / 2 < n)
+		k->prefetch_hook(k->hook_arg, k, a[i + PREFETCH_AHEAD / 2]);
+}
+
+/*
  * An expired entry leaves memory: the operator's hook first (a join's rows),
  * its key kept if the operator owes the sink something for it (last value).
  */
@@ -277,10 +291,7 @@ free_held(WeirKeyed *k)
 	{
 		dsa_pointer dp = k->held[i];
 
-		if (i + 2 * PREFETCH_AHEAD < k->nheld)
-			WEIR_PREFETCH(weir_window_at(k->store, k->held[i + 2 * PREFETCH_AHEAD]));
-		if (i + PREFETCH_AHEAD < k->nheld && k->prefetch_hook)
-			k->prefetch_hook(k->hook_arg, k, k->held[i + PREFETCH_AHEAD]);
+		weir_keyed_prefetch_walk(k, k->held, k->nheld, i, true);
 		if (k->remove_hook)
 			k->remove_hook(k->hook_arg, k, dp);
 		k->live_bytes -= entry_image_bytes(k, weir_window_at(k->store, dp));
@@ -302,8 +313,7 @@ release_held(WeirKeyed *k)
 
 	for (int i = 0; i < k->ndirty; i++)
 	{
-		if (i + PREFETCH_AHEAD < k->ndirty)
-			WEIR_PREFETCH(weir_window_at(k->store, k->dirty[i + PREFETCH_AHEAD]));
+		weir_keyed_prefetch_walk(k, k->dirty, k->ndirty, i, false);
 		if (!(weir_window_flags(weir_window_at(k->store, k->dirty[i])) & WEIR_WINDOW_HELD))
 			k->dirty[kept++] = k->dirty[i];
 	}
@@ -530,8 +540,7 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 
 	for (int i = 0; i < d->ndirty; i++)
 	{
-		if (i + PREFETCH_AHEAD < d->ndirty)
-			WEIR_PREFETCH(weir_window_at(d->store, d->dirty[i + PREFETCH_AHEAD]));
+		weir_keyed_prefetch_walk(d, d->dirty, d->ndirty, i, false);
 		dirty_bytes += entry_image_bytes(d, weir_window_at(d->store, d->dirty[i]));
 	}
 	out->compacted = d->chunk_bytes + dirty_bytes > 2 * d->live_bytes + COMPACT_SLACK_BYTES;
@@ -548,8 +557,7 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 	else
 		for (int i = 0; i < d->ndirty; i++)
 		{
-			if (i + PREFETCH_AHEAD < d->ndirty)
-				WEIR_PREFETCH(weir_window_at(d->store, d->dirty[i + PREFETCH_AHEAD]));
+			weir_keyed_prefetch_walk(d, d->dirty, d->ndirty, i, true);
 			chunk_add(&cb, weir_window_at(d->store, d->dirty[i]));
 		}
 	chunk_flush(&cb);

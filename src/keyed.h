@@ -109,6 +109,8 @@ extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
 extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen,
 									TimestampTz t, bool *created);
 extern void weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage);
+extern void weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i,
+									 bool deep);
 extern WeirKeyedState *weir_keyed_state(WeirKeyed *k, dsa_pointer dp);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
 extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
