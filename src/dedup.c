@@ -69,8 +69,8 @@ weir_dedup_is_late(WeirDedup *d, TimestampTz t, TimestampTz watermark)
  * Returns false if state memory ran out (store->out_of_memory).
  */
 bool
-weir_dedup_apply(WeirDedup *d, const char *id, uint32 idlen, TimestampTz t,
-				 Datum *values, bool *nulls, bool *duplicate)
+weir_dedup_apply(WeirDedup *d, const char *id, uint32 idlen, uint32 idhash,
+				 TimestampTz t, Datum *values, bool *nulls, bool *duplicate)
 {
 	bool		created = true;
 	dsa_pointer dp = InvalidDsaPointer;
@@ -78,7 +78,7 @@ weir_dedup_apply(WeirDedup *d, const char *id, uint32 idlen, TimestampTz t,
 
 	if (d->ids)
 	{
-		dp = weir_keyed_enter(d->ids, id, idlen, t, &created);
+		dp = weir_keyed_enter(d->ids, id, idlen, idhash, t, &created);
 		if (!DsaPointerIsValid(dp))
 			return false;
 	}

@@ -33,8 +33,8 @@ extern WeirDedup *weir_dedup_create(WeirPlan *plan, WeirWindowStore *store,
 									MemoryContext parent);
 extern bool weir_dedup_is_late(WeirDedup *d, TimestampTz t, TimestampTz watermark);
 extern bool weir_dedup_apply(WeirDedup *d, const char *id, uint32 idlen,
-							 TimestampTz t, Datum *values, bool *nulls,
-							 bool *duplicate);
+							 uint32 idhash, TimestampTz t, Datum *values,
+							 bool *nulls, bool *duplicate);
 extern void weir_dedup_forget_pending(WeirDedup *d);
 
 #endif							/* WEIR_DEDUP_H */

@@ -369,8 +369,9 @@ own_values(WeirJoin *j, WeirPlan *plan, Datum *values, bool *nulls)
  * out (store->out_of_memory).
  */
 bool
-weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, TimestampTz t,
-				Datum *values, bool *nulls, TimestampTz watermark, int64 *matches)
+weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
+				TimestampTz t, Datum *values, bool *nulls, TimestampTz watermark,
+				int64 *matches)
 {
 	int			other = 1 - side;
 	WeirPlan   *plan = side_plan(j, side);
@@ -387,7 +388,7 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, Timestamp
 
 	j->watermark = watermark;
 	*matches = 0;
-	entry = weir_keyed_enter(j->keys, key, keylen, t + j->bound[side], &created);
+	entry = weir_keyed_enter(j->keys, key, keylen, keyhash, t + j->bound[side], &created);
 	if (!DsaPointerIsValid(entry))
 		return false;
 	s = key_state(j, entry);

@@ -55,7 +55,7 @@ extern WeirJoin *weir_join_create(WeirPlan *plan, WeirWindowStore *store,
 								  MemoryContext parent);
 extern bool weir_join_is_late(WeirJoin *j, TimestampTz t, TimestampTz watermark);
 extern bool weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen,
-							TimestampTz t, Datum *values, bool *nulls,
+							uint32 keyhash, TimestampTz t, Datum *values, bool *nulls,
 							TimestampTz watermark, int64 *matches);
 extern void weir_join_expire(WeirJoin *j, TimestampTz watermark);
 extern void weir_join_drain(WeirJoin *j, TimestampTz watermark);

@@ -188,15 +188,16 @@ weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int space,
 }
 
 /*
- * The entry of a key; created if absent, with time t, linked for expiry
- * and marked changed.  InvalidDsaPointer if state memory ran out
+ * The entry of a key (keyhash: weir_window_key_hash of it); created if
+ * absent, with time t, linked for expiry and marked changed.  InvalidDsaPointer if state memory ran out
  * (store->out_of_memory is then set).
  */
 dsa_pointer
-weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, TimestampTz t,
-				 bool *created)
+weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, uint32 keyhash,
+				 TimestampTz t, bool *created)
 {
-	dsa_pointer dp = weir_window_entry_find(k->store, k->space, key, keylen, true, created);
+	dsa_pointer dp = weir_window_entry_find(k->store, k->space, key, keylen, keyhash,
+											true, created);
 	WeirWindow *w;
 	WeirKeyedState *s;
 
@@ -613,7 +614,7 @@ restore_enter(RestoreState *rs, const char *key, uint32 keylen, TimestampTz t,
 	if (k->retention > 0 && !TIMESTAMP_NOT_FINITE(rs->watermark) &&
 		t + k->retention <= rs->watermark)
 		return InvalidDsaPointer;
-	dp = weir_keyed_enter(k, key, keylen, t, created);
+	dp = weir_keyed_enter(k, key, keylen, weir_window_key_hash(key, keylen), t, created);
 	if (!DsaPointerIsValid(dp))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -723,8 +724,10 @@ weir_keyed_restore(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 		bytea	   *key = lfirst(lc);
 		bool		created;
 
-		if (!DsaPointerIsValid(weir_window_entry_find(k->store, k->space, VARDATA(key),
-													  VARSIZE(key) - VARHDRSZ,
+		uint32		keylen = VARSIZE(key) - VARHDRSZ;
+
+		if (!DsaPointerIsValid(weir_window_entry_find(k->store, k->space, VARDATA(key), keylen,
+													  weir_window_key_hash(VARDATA(key), keylen),
 													  false, &created)))
 			k->removed = lappend(k->removed, key);
 	}

@@ -107,7 +107,7 @@ extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
 									int space, Size state_size, int64 retention,
 									bool keep_removed, MemoryContext parent);
 extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen,
-									TimestampTz t, bool *created);
+									uint32 keyhash, TimestampTz t, bool *created);
 extern void weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage);
 extern void weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i,
 									 bool deep);

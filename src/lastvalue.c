@@ -97,11 +97,11 @@ new_pending(WeirLastValue *lv, dsa_pointer dp)
  */
 bool
 weir_last_value_apply(WeirLastValue *lv, const char *key, uint32 keylen,
-					  TimestampTz t, int32 part, int64 pos, Datum *values,
+					  uint32 keyhash, TimestampTz t, int32 part, int64 pos, Datum *values,
 					  bool *nulls, bool *superseded)
 {
 	bool		created;
-	dsa_pointer dp = weir_keyed_enter(lv->keys, key, keylen, t, &created);
+	dsa_pointer dp = weir_keyed_enter(lv->keys, key, keylen, keyhash, t, &created);
 	WeirKeyedState *s;
 	MemoryContext oldcxt;
 	int			ncols = lv->plan->ncolumns;

@@ -36,7 +36,7 @@ extern WeirLastValue *weir_last_value_create(WeirPlan *plan, WeirWindowStore *st
 extern bool weir_last_value_is_late(WeirLastValue *lv, TimestampTz t,
 									TimestampTz watermark);
 extern bool weir_last_value_apply(WeirLastValue *lv, const char *key, uint32 keylen,
-								  TimestampTz t, int32 part, int64 pos,
+								  uint32 keyhash, TimestampTz t, int32 part, int64 pos,
 								  Datum *values, bool *nulls, bool *superseded);
 extern void weir_last_value_forget_pending(WeirLastValue *lv);
 

@@ -550,10 +550,10 @@ weir_window_prefetch(WeirWindowStore *store, TimestampTz start, uint32 keyhash,
  */
 dsa_pointer
 weir_window_entry_find(WeirWindowStore *store, int space, const char *key,
-					   uint32 keylen, bool create, bool *created)
+					   uint32 keylen, uint32 keyhash, bool create, bool *created)
 {
 	return find_or_add(store, (TimestampTz) space, key, keylen,
-					   window_hash((TimestampTz) space, key, keylen), create, created);
+					   window_hash_of((TimestampTz) space, keyhash), create, created);
 }
 
 /* Memory for an operator's own records, accounted to the store. */

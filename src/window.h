@@ -217,7 +217,8 @@ extern dsa_pointer weir_window_prefetch(WeirWindowStore *store, TimestampTz star
 										uint32 keyhash, bool window);
 extern dsa_pointer weir_window_entry_find(WeirWindowStore *store, int space,
 										  const char *key, uint32 keylen,
-										  bool create, bool *created);
+										  uint32 keyhash, bool create,
+										  bool *created);
 extern dsa_pointer weir_window_store_alloc(WeirWindowStore *store, Size size);
 extern void weir_window_store_free(WeirWindowStore *store, dsa_pointer dp, Size size);
 extern void weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp);

@@ -311,6 +311,7 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 		append_key(&w->batch_keys, &plan->keys[i], v);
 	}
 	r->keylen = w->batch_keys.len - r->keyoff;
+	r->keyhash = weir_window_key_hash(w->batch_keys.data + r->keyoff, r->keylen);
 	for (int i = 0; i < plan->nargs; i++)
 	{
 		Datum		v = ExecEvalExprSwitchContext(side->arg_exprs[i], econtext, &nulls[i]);
@@ -431,8 +432,8 @@ static bool
 dedup_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
 		   bool *dropped)
 {
-	return weir_dedup_apply(w->dedup, w->batch_keys.data + r->keyoff, r->keylen, r->t,
-							values, nulls, dropped);
+	return weir_dedup_apply(w->dedup, w->batch_keys.data + r->keyoff, r->keylen, r->keyhash,
+							r->t, values, nulls, dropped);
 }
 
 static bool
@@ -446,7 +447,7 @@ last_value_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *
 				bool *dropped)
 {
 	return weir_last_value_apply(w->last_value, w->batch_keys.data + r->keyoff, r->keylen,
-								 r->t, part, r->position, values, nulls, dropped);
+								 r->keyhash, r->t, part, r->position, values, nulls, dropped);
 }
 
 static bool
@@ -463,7 +464,7 @@ join_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
 
 	*dropped = false;
 	return weir_join_apply(w->join, w->side - w->sides, w->batch_keys.data + r->keyoff,
-						   r->keylen, r->t, values, nulls, w->watermark, &matches);
+						   r->keylen, r->keyhash, r->t, values, nulls, w->watermark, &matches);
 }
 
 /*
@@ -474,21 +475,14 @@ join_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
  * PREFETCH_AHEAD records ahead, its entry two thirds of that, what the entry
  * points to a third: far enough for a miss to come back (~0.1 us; a record's
  * work is a few tenths), near enough that what came is still in cache.
- * PREFETCH_RING (the hashes computed ahead) is a power of two above it.
  */
 #define PREFETCH_AHEAD 12
-#define PREFETCH_RING 16
 
 static inline void
-prefetch_record(WeirWorker *w, WeirKeyed *keys, WeirEvalRow *rows, int n, int b,
-				uint32 *hashes, int stage)
+prefetch_record(WeirKeyed *keys, WeirEvalRow *rows, int n, int b, int stage)
 {
-	if (keys == NULL || b >= n || rows[b].kind != WEIR_ROW_OK)
-		return;					/* keys: NULL for a projection (no state) */
-	if (stage == 0)
-		hashes[b % PREFETCH_RING] = weir_window_key_hash(w->batch_keys.data + rows[b].keyoff,
-														rows[b].keylen);
-	weir_keyed_prefetch(keys, hashes[b % PREFETCH_RING], stage);
+	if (keys != NULL && b < n && rows[b].kind == WEIR_ROW_OK)
+		weir_keyed_prefetch(keys, rows[b].keyhash, stage);	/* keys: NULL for a projection */
 }
 
 /* Apply the n evaluated rows of partition `part` of the current side, record by record. */
@@ -498,27 +492,25 @@ apply_records(WeirWorker *w, int32 part, WeirEvalRow *rows, int n, LateTest late
 {
 	int32		index = w->side->first + part;
 	int64		dropped_rows = 0;
-	uint32		hashes[PREFETCH_RING];	/* of the keys ahead, by record % size */
 
 	w->records_since += n;
 	pg_atomic_fetch_add_u64(&w->slot->records_in, n);
-	StaticAssertStmt(PREFETCH_AHEAD < PREFETCH_RING, "the ring holds the hashes ahead");
 	for (int b = 0; b < PREFETCH_AHEAD; b++)
 	{
-		prefetch_record(w, keys, rows, n, b, hashes, 0);
+		prefetch_record(keys, rows, n, b, 0);
 		if (b >= PREFETCH_AHEAD / 3)
-			prefetch_record(w, keys, rows, n, b - PREFETCH_AHEAD / 3, hashes, 1);
+			prefetch_record(keys, rows, n, b - PREFETCH_AHEAD / 3, 1);
 		if (b >= 2 * PREFETCH_AHEAD / 3)
-			prefetch_record(w, keys, rows, n, b - 2 * PREFETCH_AHEAD / 3, hashes, 2);
+			prefetch_record(keys, rows, n, b - 2 * PREFETCH_AHEAD / 3, 2);
 	}
 	for (int b = 0; b < n; b++)
 	{
 		WeirEvalRow *r = &rows[b];
 		bool		dropped;
 
-		prefetch_record(w, keys, rows, n, b + PREFETCH_AHEAD, hashes, 0);
-		prefetch_record(w, keys, rows, n, b + 2 * PREFETCH_AHEAD / 3, hashes, 1);
-		prefetch_record(w, keys, rows, n, b + PREFETCH_AHEAD / 3, hashes, 2);
+		prefetch_record(keys, rows, n, b + PREFETCH_AHEAD, 0);
+		prefetch_record(keys, rows, n, b + 2 * PREFETCH_AHEAD / 3, 1);
+		prefetch_record(keys, rows, n, b + PREFETCH_AHEAD / 3, 2);
 
 		if (r->kind == WEIR_ROW_DEAD)
 		{
@@ -596,7 +588,7 @@ apply_batch(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 		else
 		{
 			nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
-			keyhash = weir_window_key_hash(key, r->keylen);
+			keyhash = r->keyhash;
 		}
 		for (int s = 0; s < nstarts; s++)
 		{
