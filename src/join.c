@@ -66,7 +66,7 @@ typedef struct JoinRow
 static inline JoinRow *
 row_at(WeirJoin *j, dsa_pointer dp)
 {
-	return (JoinRow *) dsa_get_address(j->store->area, dp);
+	return (JoinRow *) weir_window_address(j->store, dp);
 }
 
 static inline JoinKeyState *

@@ -75,13 +75,6 @@ typedef struct ExpiryBucket
 	dsa_pointer head;
 } ExpiryBucket;
 
-WeirKeyedState *
-weir_keyed_state(WeirKeyed *k, dsa_pointer dp)
-{
-	return (WeirKeyedState *) weir_window_states(k->store->root,
-												 weir_window_at(k->store, dp));
-}
-
 static inline WeirKeyedState *
 state_of(WeirKeyed *k, WeirWindow *w)
 {

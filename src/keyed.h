@@ -92,6 +92,14 @@ struct WeirKeyed
 	WeirKeyedPrefetchHook prefetch_hook;	/* a hint: what the others will read */
 };
 
+/* An entry's state (and what an operator keeps after it) */
+static inline WeirKeyedState *
+weir_keyed_state(WeirKeyed *k, dsa_pointer dp)
+{
+	return (WeirKeyedState *) weir_window_states(k->store->root,
+												 weir_window_at(k->store, dp));
+}
+
 /* What a checkpoint of the entries writes */
 typedef struct WeirKeyedCollected
 {
@@ -111,7 +119,6 @@ extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen
 extern void weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage);
 extern void weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i,
 									 bool deep);
-extern WeirKeyedState *weir_keyed_state(WeirKeyed *k, dsa_pointer dp);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
 extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
 extern int64 weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark);

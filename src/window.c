@@ -93,13 +93,27 @@ static void unindex(WeirWindowStore *store, WeirWindow *w);
 static inline WeirWindow *
 window_at(WeirWindowStore *store, dsa_pointer dp)
 {
-	return (WeirWindow *) dsa_get_address(store->area, dp);
+	return weir_window_at(store, dp);
 }
 
 static inline dsa_pointer *
 slot_table(WeirWindowStore *store)
 {
-	return (dsa_pointer *) dsa_get_address(store->area, store->root->slots);
+	return (dsa_pointer *) weir_window_address(store, store->root->slots);
+}
+
+/*
+ * dsa_get_address, recording where dp's segment is mapped (the slow path
+ * of weir_window_address, and after every allocation: see segment_base).
+ */
+void *
+weir_window_address_lookup(WeirWindowStore *store, dsa_pointer dp)
+{
+	char	   *p = dsa_get_address(store->area, dp);
+
+	if (p != NULL)
+		store->segment_base[dp >> WEIR_DSA_OFFSET_WIDTH] = p - (dp & WEIR_DSA_OFFSET_MASK);
+	return p;
 }
 
 static inline Size
@@ -107,13 +121,6 @@ window_size(WeirStoreRoot *root, uint32 keylen)
 {
 	return offsetof(WeirWindow, data) + weir_window_key_bytes(keylen) +
 		(root->session ? sizeof(TimestampTz) : 0) + root->state_size;
-}
-
-char *
-weir_window_states(WeirStoreRoot *root, WeirWindow *w)
-{
-	return w->data + weir_window_key_bytes(weir_window_keylen(w)) +
-		(root->session ? sizeof(TimestampTz) : 0);
 }
 
 static inline TimestampTz *
@@ -181,7 +188,11 @@ store_alloc(WeirWindowStore *store, Size size, int flags)
 	if (!DsaPointerIsValid(dp))
 		store->out_of_memory = true;
 	else
+	{
 		store->root->bytes += size;
+		/* it may be in a new segment that took a freed one's number */
+		(void) weir_window_address_lookup(store, dp);
+	}
 	return dp;
 }
 
@@ -278,7 +289,7 @@ resize(WeirWindowStore *store, uint32 capacity)
 
 	if (!DsaPointerIsValid(new_dp))
 		return false;
-	new_slots = dsa_get_address(store->area, new_dp);
+	new_slots = weir_window_address(store, new_dp);
 	old_slots = DsaPointerIsValid(root->slots) ? slot_table(store) : NULL;
 	for (uint32 i = 0; old_slots && i < root->capacity; i++)
 	{
@@ -328,8 +339,9 @@ weir_window_store_create(WeirPlan *plan, dsa_area *area, int64 limit,
 	store->plan = plan;
 	store->area = area;
 	store->limit = limit;
+	store->segment_base = MemoryContextAllocZero(cxt, sizeof(char *) * WEIR_DSA_MAX_SEGMENTS);
 	store->root_dp = dsa_allocate_extended(area, sizeof(WeirStoreRoot), DSA_ALLOC_ZERO);
-	store->root = dsa_get_address(area, store->root_dp);
+	store->root = weir_window_address_lookup(store, store->root_dp);
 	store->root->state_size = plan->state_size;
 	store->root->session = plan->windowing.kind == WEIR_WINDOW_SESSION;
 	store->root->bytes = sizeof(WeirStoreRoot);
@@ -567,12 +579,6 @@ void
 weir_window_store_free(WeirWindowStore *store, dsa_pointer dp, Size size)
 {
 	store_free(store, dp, size);
-}
-
-WeirWindow *
-weir_window_at(WeirWindowStore *store, dsa_pointer dp)
-{
-	return window_at(store, dp);
 }
 
 /* Take a keyed entry out of memory; the operator has unlinked it. */
