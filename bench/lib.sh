@@ -274,6 +274,15 @@ drop_pipeline() {
 }
 
 declare -A WORKER_MS=()
+declare -A WORKER_CPU=() WRITER_CPU=()
+CLOCK_TICKS=$(getconf CLK_TCK)
+# cpu_ms PID: CPU time (user + system) the process has used so far, in ms;
+# empty when there is no such process.
+cpu_ms() {
+	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 0
+	# fields after the command name (which may hold spaces): utime is the 12th, stime the 13th
+	sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$CLOCK_TICKS" '{ printf "%d", ($12 + $13) * 1000 / hz }'
+}
 RESTORE=""
 RESTORED_STATE=""
 PEAK=""
@@ -343,6 +352,14 @@ EOF
 	if [ -n "$worker_ms" ]; then
 		WORKER_MS[$kind]="${WORKER_MS[$kind]:+${WORKER_MS[$kind]} }$worker_ms"
 	fi
+	# the worker and writer of this run stay (idle) until the pipeline is
+	# stopped: what they used so far is the run's (and the worker's start)
+	local pids worker_cpu writer_cpu
+	read -ra pids <<<"$(q "SELECT coalesce(worker_pid, 0) || ' ' || coalesce(writer_pid, 0) FROM weir.pipelines WHERE name = '$name'")"
+	worker_cpu=$(cpu_ms "${pids[0]:-}")
+	writer_cpu=$(cpu_ms "${pids[1]:-}")
+	[ -z "$worker_cpu" ] || WORKER_CPU[$kind]="${WORKER_CPU[$kind]:+${WORKER_CPU[$kind]} }$worker_cpu"
+	[ -z "$writer_cpu" ] || WRITER_CPU[$kind]="${WRITER_CPU[$kind]:+${WRITER_CPU[$kind]} }$writer_cpu"
 
 	BAD=""
 	[ "$published" = t ] || BAD+="records_in/lag_rows not $N/0 in weir.pipelines after the checkpoint ($RECORDS/$LAG); "
@@ -425,10 +442,22 @@ figure() {
 	fi
 }
 # worker_start_figure KIND: the fastest worker start of KIND's runs, to see
-# how much of the weir figure starting the worker was.
+# how much of the weir figure starting the worker was; and the least CPU
+# time its worker and checkpoint writer used in a run (user + system, from
+# /proc): steadier than rates on a shared machine, and it says which of the
+# two processes the run waited on (a run takes at least its busier one).
 worker_start_figure() {
 	if [ -n "${WORKER_MS[$1]:-}" ]; then
 		echo "$1.worker_start_ms: $(tr ' ' '\n' <<<"${WORKER_MS[$1]}" | sort -n | head -n 1) ms"
+	fi
+	if [ -n "${WORKER_CPU[$1]:-}" ]; then
+		local least
+		least=$(tr ' ' '\n' <<<"${WORKER_CPU[$1]}" | sort -n | head -n 1)
+		echo "$1.worker_cpu_ms: $least ms"
+		echo "$1.worker_cpu_us_per_event: $(awk -v ms="$least" -v n="$N" 'BEGIN { printf "%.3f", ms * 1000 / n }') us"
+	fi
+	if [ -n "${WRITER_CPU[$1]:-}" ]; then
+		echo "$1.writer_cpu_ms: $(tr ' ' '\n' <<<"${WRITER_CPU[$1]}" | sort -n | head -n 1) ms"
 	fi
 }
 
