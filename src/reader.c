@@ -157,11 +157,14 @@ weir_reader_scan_each(Relation rel, int32 part, int64 after, int64 bound,
  * one lock.  Producers of different partitions (and concurrent producers of
  * one) interleave their rows across pages, so rows come in neither
  * partition nor position order.  Returns how many rows; ranges[i].max_position
- * is the largest position read in range i (unchanged when none).
+ * is the largest position read in range i (unchanged when none).  The
+ * slot's first `deform` columns (at least the partition and position) are
+ * deformed before the callback, all at once.
  */
 int64
 weir_reader_scan_heap_order(Relation rel, WeirPositionRange *ranges, int nranges,
-							Snapshot snapshot, WeirPartRowCallback callback, void *arg)
+							Snapshot snapshot, AttrNumber deform,
+							WeirPartRowCallback callback, void *arg)
 {
 	Relation	index;
 	TupleTableSlot *slot;
@@ -197,10 +200,14 @@ weir_reader_scan_heap_order(Relation rel, WeirPositionRange *ranges, int nranges
 			continue;
 		while (table_scan_bitmap_next_tuple(hscan, tbmres, slot))
 		{
-			bool		isnull;
-			int32		part = DatumGetInt32(slot_getattr(slot, WEIR_TOPIC_PART_ATTNUM, &isnull));
-			int64		position = slot_position(slot);
+			int32		part;
+			int64		position;
 			WeirPositionRange *range;
+
+			/* one deforming for the position and the callback's columns */
+			slot_getsomeattrs(slot, deform);
+			part = DatumGetInt32(slot->tts_values[WEIR_TOPIC_PART_ATTNUM - 1]);
+			position = DatumGetInt64(slot->tts_values[WEIR_TOPIC_POS_ATTNUM - 1]);
 
 			/* rows of a partition come in runs: try the last one's range first */
 			if (ranges[last_range].part != part)
@@ -423,7 +430,8 @@ weir_scan_count(PG_FUNCTION_ARGS)
 	{
 		WeirPositionRange range = {PG_GETARG_INT32(1), PG_GETARG_INT64(2), PG_GETARG_INT64(3), 0};
 
-		n = weir_reader_scan_heap_order(rel, &range, 1, snapshot, count_only_part, NULL);
+		n = weir_reader_scan_heap_order(rel, &range, 1, snapshot, WEIR_TOPIC_POS_ATTNUM,
+										count_only_part, NULL);
 	}
 	else
 		n = weir_reader_scan_each(rel, PG_GETARG_INT32(1), PG_GETARG_INT64(2),
@@ -464,7 +472,7 @@ weir_scan_count_partitions(PG_FUNCTION_ARGS)
 	}
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	n = weir_reader_scan_heap_order(rel, ranges, topic->partitions, snapshot,
-									count_only_part, NULL);
+									WEIR_TOPIC_POS_ATTNUM, count_only_part, NULL);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(n);

@@ -37,6 +37,7 @@ extern int64 weir_reader_scan_each(Relation rel, int32 part, int64 after,
 								   void *arg, int64 *last_position);
 extern int64 weir_reader_scan_heap_order(Relation rel, WeirPositionRange *ranges,
 										 int nranges, Snapshot snapshot,
+										 AttrNumber deform,
 										 WeirPartRowCallback callback, void *arg);
 extern int64 weir_reader_edge_position(Relation rel, int32 part, bool newest);
 extern int64 weir_reader_scan(Relation rel, int32 part, int64 after,

@@ -143,15 +143,40 @@ weir_window_key_hash(const char *key, uint32 keylen)
 }
 
 static inline uint32
-window_hash_of(TimestampTz start, uint32 keyhash)
+start_hash_slot(TimestampTz start)
 {
-	return hash_combine(keyhash, hash_bytes_uint32((uint32) start ^ (uint32) (start >> 32)));
+	return ((uint32) start ^ (uint32) (start >> 32)) * 0x9E3779B1u >> (32 - WEIR_START_HASHES_LOG2);
+}
+
+/*
+ * The hash of a window start, from the store's few remembered ones when it
+ * is there: a batch's records fall in a few windows (a keyed entry's start
+ * never changes), and hashing each record's starts again was some 120
+ * instructions a record in a join.
+ */
+static inline uint32
+start_hash(WeirWindowStore *store, TimestampTz start)
+{
+	uint32		slot = start_hash_slot(start);
+
+	if (store->hashed_starts[slot] != start)
+	{
+		store->hashed_starts[slot] = start;
+		store->start_hashes[slot] = hash_bytes_uint32((uint32) start ^ (uint32) (start >> 32));
+	}
+	return store->start_hashes[slot];
+}
+
+static inline uint32
+window_hash_of(WeirWindowStore *store, TimestampTz start, uint32 keyhash)
+{
+	return hash_combine(keyhash, start_hash(store, start));
 }
 
 static uint32
-window_hash(TimestampTz start, const char *key, uint32 keylen)
+window_hash(WeirWindowStore *store, TimestampTz start, const char *key, uint32 keylen)
 {
-	return window_hash_of(start, weir_window_key_hash(key, keylen));
+	return window_hash_of(store, start, weir_window_key_hash(key, keylen));
 }
 
 static uint32
@@ -270,9 +295,9 @@ rebuilt_capacity(WeirWindowStore *store)
 
 /* The hash a window is indexed by, computed again from the window */
 static uint32
-stored_window_hash(WeirWindow *w)
+stored_window_hash(WeirWindowStore *store, WeirWindow *w)
 {
-	return window_hash(w->start, weir_window_key(w), weir_window_keylen(w));
+	return window_hash(store, w->start, weir_window_key(w), weir_window_keylen(w));
 }
 
 #define RESIZE_PREFETCH_AHEAD 16	/* slots */
@@ -310,7 +335,7 @@ resize(WeirWindowStore *store, uint32 capacity)
 		if (old_slots[i] == SLOT_EMPTY || old_slots[i] == SLOT_DELETED)
 			continue;
 		w = window_at(store, old_slots[i] & SLOT_PTR_MASK);
-		for (j = home_slot(stored_window_hash(w), capacity); new_slots[j] != SLOT_EMPTY;
+		for (j = home_slot(stored_window_hash(store, w), capacity); new_slots[j] != SLOT_EMPTY;
 			 j = next_slot(j, capacity))
 			;
 		new_slots[j] = old_slots[i];
@@ -340,6 +365,9 @@ weir_window_store_create(WeirPlan *plan, dsa_area *area, int64 limit,
 	store->area = area;
 	store->limit = limit;
 	store->segment_base = MemoryContextAllocZero(cxt, sizeof(char *) * WEIR_DSA_MAX_SEGMENTS);
+	/* every remembered start is 0 to begin with, with its hash */
+	for (int i = 0; i < lengthof(store->start_hashes); i++)
+		store->start_hashes[i] = hash_bytes_uint32(0);
 	store->root_dp = dsa_allocate_extended(area, sizeof(WeirStoreRoot), DSA_ALLOC_ZERO);
 	store->root = weir_window_address_lookup(store, store->root_dp);
 	store->root->state_size = plan->state_size;
@@ -477,7 +505,7 @@ weir_window_lookup_hashed(WeirWindowStore *store, TimestampTz start, TimestampTz
 	WeirWindow *w;
 	bool		bfound;
 
-	dp = find_or_add(store, start, key, keylen, window_hash_of(start, keyhash), true,
+	dp = find_or_add(store, start, key, keylen, window_hash_of(store, start, keyhash), true,
 					 created);
 	if (!DsaPointerIsValid(dp))
 		return NULL;
@@ -535,7 +563,7 @@ weir_window_prefetch(WeirWindowStore *store, TimestampTz start, uint32 keyhash,
 {
 	uint32		capacity = store->root->capacity;
 	dsa_pointer *slots = slot_table(store);
-	uint32		hash = window_hash_of(start, keyhash);
+	uint32		hash = window_hash_of(store, start, keyhash);
 	dsa_pointer tag = SLOT_TAG(hash);
 	uint32		i = home_slot(hash, capacity);
 
@@ -565,7 +593,7 @@ weir_window_entry_find(WeirWindowStore *store, int space, const char *key,
 					   uint32 keylen, uint32 keyhash, bool create, bool *created)
 {
 	return find_or_add(store, (TimestampTz) space, key, keylen,
-					   window_hash_of((TimestampTz) space, keyhash), create, created);
+					   window_hash_of(store, (TimestampTz) space, keyhash), create, created);
 }
 
 /* Memory for an operator's own records, accounted to the store. */
@@ -658,7 +686,7 @@ static void
 unindex(WeirWindowStore *store, WeirWindow *w)
 {
 	bool		found;
-	uint32		slot = probe(store, stored_window_hash(w), w->start, weir_window_key(w),
+	uint32		slot = probe(store, stored_window_hash(store, w), w->start, weir_window_key(w),
 							 weir_window_keylen(w), &found);
 
 	Assert(found);

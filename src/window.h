@@ -154,6 +154,8 @@ weir_window_key_bytes(uint32 keylen)
 #define WEIR_DSA_OFFSET_MASK ((((dsa_pointer) 1) << WEIR_DSA_OFFSET_WIDTH) - 1)
 #define WEIR_DSA_MAX_SEGMENTS 1024
 
+#define WEIR_START_HASHES_LOG2 3	/* window starts whose hash a store keeps */
+
 /*
  * The root of a store, in DSA: what a reader in another backend needs to
  * walk it.  `slots` is an open-addressing table of dsa_pointers to windows
@@ -208,6 +210,9 @@ typedef struct WeirWindowStore
 	 * backends translate with dsa_get_address).
 	 */
 	char	  **segment_base;	/* [WEIR_DSA_MAX_SEGMENTS] */
+	/* hashes of window starts seen lately, by a hash of the start (window.c) */
+	TimestampTz hashed_starts[1 << WEIR_START_HASHES_LOG2];
+	uint32		start_hashes[1 << WEIR_START_HASHES_LOG2];
 	HTAB	   *buckets;		/* tumbling, hopping: window lists by start */
 	HTAB	   *sessions;		/* session: window lists by key */
 	List	   *retired;		/* WeirRetired *, until the next checkpoint */

@@ -123,20 +123,43 @@ end_round(void)
 	CommitTransactionCommand();
 }
 
+/*
+ * Compile one expression; *column: the topic column it is, when it is just
+ * one (a Var of the row), else 0.
+ */
+static ExprState *
+init_expression(WeirSide *side, Expr *expr, AttrNumber *column)
+{
+	Expr	   *planned = expression_planner(expr);
+
+	*column = 0;
+	if (IsA(planned, Var) && ((Var *) planned)->varattno > 0 &&
+		((Var *) planned)->varlevelsup == 0)
+	{
+		*column = ((Var *) planned)->varattno;
+		side->deform_columns = Max(side->deform_columns, *column);
+	}
+	return ExecInitExpr(planned, NULL);
+}
+
 /* Compile a side's expressions for evaluation against its topic's rows. */
 static void
 init_side_expressions(WeirSide *side)
 {
 	WeirPlan   *plan = side->plan;
 
+	side->deform_columns = 0;
 	side->key_exprs = palloc(sizeof(ExprState *) * Max(plan->nkeys, 1));
+	side->key_columns = palloc0(sizeof(AttrNumber) * Max(plan->nkeys, 1));
 	for (int i = 0; i < plan->nkeys; i++)
-		side->key_exprs[i] = ExecInitExpr(expression_planner(plan->keys[i].expr), NULL);
+		side->key_exprs[i] = init_expression(side, plan->keys[i].expr, &side->key_columns[i]);
+	side->event_time_column = 0;
 	side->event_time_expr = plan->event_time ?
-		ExecInitExpr(expression_planner(plan->event_time), NULL) : NULL;
+		init_expression(side, plan->event_time, &side->event_time_column) : NULL;
 	side->filter_expr = plan->filter ?
 		ExecInitQual(list_make1(expression_planner(plan->filter)), NULL) : NULL;
 	side->arg_exprs = palloc0(sizeof(ExprState *) * Max(plan->nargs, 1));
+	side->arg_columns = palloc0(sizeof(AttrNumber) * Max(plan->nargs, 1));
 	side->arg_copy_len = palloc0(sizeof(int16) * Max(plan->nargs, 1));
 	for (int i = 0; i < plan->naggs; i++)
 		for (int j = 0; j < plan->aggs[i].nargs; j++)
@@ -145,7 +168,8 @@ init_side_expressions(WeirSide *side)
 			int16		len;
 			bool		byval;
 
-			side->arg_exprs[n] = ExecInitExpr(expression_planner(plan->aggs[i].args[j]), NULL);
+			side->arg_exprs[n] = init_expression(side, plan->aggs[i].args[j],
+												 &side->arg_columns[n]);
 			/* fast-path arguments are by value; generic ones may not be */
 			get_typlenbyval(exprType((Node *) plan->aggs[i].args[j]), &len, &byval);
 			if (plan->aggs[i].kind == WEIR_AGG_GENERIC && !byval)
@@ -154,7 +178,7 @@ init_side_expressions(WeirSide *side)
 	/* columns (dedup, last value, projection, join) are the arguments */
 	for (int i = 0; i < plan->ncolumns; i++)
 	{
-		side->arg_exprs[i] = ExecInitExpr(expression_planner(plan->columns[i].expr), NULL);
+		side->arg_exprs[i] = init_expression(side, plan->columns[i].expr, &side->arg_columns[i]);
 		if (!plan->columns[i].typbyval)
 			side->arg_copy_len[i] = plan->columns[i].typlen;
 	}
@@ -253,6 +277,19 @@ next_row(WeirWorker *w, int32 part)
 	return r;
 }
 
+/* An expression's value on the row: read, when it is just a column. */
+static inline Datum
+eval_column(ExprState *expr, AttrNumber column, TupleTableSlot *slot,
+			ExprContext *econtext, bool *isnull)
+{
+	if (column > 0)
+	{
+		*isnull = slot->tts_isnull[column - 1];
+		return slot->tts_values[column - 1];
+	}
+	return ExecEvalExprSwitchContext(expr, econtext, isnull);
+}
+
 /*
  * Evaluate the user's expressions on one topic row into row r of the batch:
  * the hot path.  Nothing here touches window state, so a batch whose
@@ -276,6 +313,8 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	r->keyoff = w->batch_keys.len;
 	r->keylen = 0;
 	econtext->ecxt_scantuple = slot;
+	/* as a rule the reader deformed them already (scan_group) */
+	slot_getsomeattrs(slot, side->deform_columns);
 	if (side->event_time_expr == NULL)
 	{
 		/* a projection has no event time: every record passes, none is late */
@@ -283,7 +322,8 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 		isnull = false;
 	}
 	else
-		r->t = DatumGetTimestampTz(ExecEvalExprSwitchContext(side->event_time_expr, econtext, &isnull));
+		r->t = DatumGetTimestampTz(eval_column(side->event_time_expr, side->event_time_column,
+											   slot, econtext, &isnull));
 	if (side->filter_expr && !ExecQual(side->filter_expr, econtext))
 	{
 		/* not processed, but its time still moves the partition's watermark */
@@ -299,7 +339,8 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	}
 	for (int i = 0; i < plan->nkeys; i++)
 	{
-		Datum		v = ExecEvalExprSwitchContext(side->key_exprs[i], econtext, &isnull);
+		Datum		v = eval_column(side->key_exprs[i], side->key_columns[i], slot,
+									econtext, &isnull);
 
 		if (isnull)
 		{
@@ -314,7 +355,8 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	r->keyhash = weir_window_key_hash(w->batch_keys.data + r->keyoff, r->keylen);
 	for (int i = 0; i < plan->nargs; i++)
 	{
-		Datum		v = ExecEvalExprSwitchContext(side->arg_exprs[i], econtext, &nulls[i]);
+		Datum		v = eval_column(side->arg_exprs[i], side->arg_columns[i], slot,
+									econtext, &nulls[i]);
 
 		/* by-reference arguments must outlive this row: copy them */
 		if (side->arg_copy_len[i] != 0 && !nulls[i])
@@ -641,7 +683,9 @@ scan_group(WeirWorker *w, Relation rel, Snapshot snapshot, WeirPartRowCallback e
 		w->group_nbatch[g] = 0;
 		w->ranges[g].max_position = w->ranges[g].after;
 	}
-	(void) weir_reader_scan_heap_order(rel, w->ranges, w->ngroup, snapshot, eval, w);
+	(void) weir_reader_scan_heap_order(rel, w->ranges, w->ngroup, snapshot,
+									   Max(w->side->deform_columns, WEIR_TOPIC_POS_ATTNUM),
+									   eval, w);
 	for (int g = 0; g < w->ngroup; g++)
 	{
 		WeirEvalRow *rows = &w->batch[g * WEIR_BATCH_ROWS];

@@ -78,6 +78,16 @@ typedef struct WeirSide
 								 * or the columns */
 	int16	   *arg_copy_len;	/* [plan->nargs]: typlen of by-reference
 								 * arguments to copy; 0: none */
+
+	/*
+	 * An expression that is just a column of the topic is read from the
+	 * deformed row instead of being evaluated (nearly all keys, event times
+	 * and columns are): the column's number, or 0 for an expression.
+	 */
+	AttrNumber *key_columns;	/* [plan->nkeys] */
+	AttrNumber	event_time_column;
+	AttrNumber *arg_columns;	/* [plan->nargs] */
+	AttrNumber	deform_columns;	/* the highest of them: deformed first */
 } WeirSide;
 
 /*
