@@ -209,17 +209,20 @@ weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, uint32 keyhash,
 /*
  * A hint that the key of hash `keyhash` (weir_window_key_hash) will be
  * looked up soon, in stages a few records apart: 0 asks for its slot, 1 for
- * its entry (the slot has come by then), 2 for what the operator will read
- * through the entry (prefetch_hook: a join's rows; the entry has come).
+ * its entry (the slot has come by then) and returns the entry it guessed
+ * (or InvalidDsaPointer), 2 for what the operator will read through that
+ * guess (prefetch_hook: a join's rows; the entry has come).  The guess must
+ * still be in memory at stage 2: entries leave only between batches
+ * (weir_keyed_expire and the checkpoint), never while one is applied.
  */
-void
-weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage)
+dsa_pointer
+weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage, dsa_pointer guess)
 {
-	dsa_pointer dp = weir_window_prefetch(k->store, (TimestampTz) k->space, keyhash,
-										  stage > 0);
-
-	if (stage == 2 && DsaPointerIsValid(dp) && k->prefetch_hook)
-		k->prefetch_hook(k->hook_arg, k, dp);
+	if (stage < 2)
+		return weir_window_prefetch(k->store, (TimestampTz) k->space, keyhash, stage > 0);
+	if (DsaPointerIsValid(guess) && k->prefetch_hook)
+		k->prefetch_hook(k->hook_arg, k, guess);
+	return guess;
 }
 
 /*

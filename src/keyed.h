@@ -116,7 +116,8 @@ extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
 									bool keep_removed, MemoryContext parent);
 extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen,
 									uint32 keyhash, TimestampTz t, bool *created);
-extern void weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage);
+extern dsa_pointer weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage,
+									   dsa_pointer guess);
 extern void weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i,
 									 bool deep);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
