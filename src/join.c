@@ -24,7 +24,7 @@
  * row of the key can match anything more, and the entry expires (keyed.c's
  * buckets).  Rows are lists in the store's DSA area (carved from blocks per
  * side, row_arena.c), newest first, each with its side's column values
- * (datumSerialize) and a matched flag; a row whose own bound has passed is
+ * (as datumSerialize writes them: restore_values) and a matched flag; a row whose own bound has passed is
  * pruned when its key is next touched, the rest go with their entry.
  * Chunk images carry the rows (image_hook / restore_hook: the left's, then
  * the right's); before each checkpoint every row that has left is drained
@@ -40,6 +40,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 
@@ -87,16 +88,95 @@ side_plan(WeirJoin *j, int side)
 	return side == 0 ? j->plan : j->plan->right;
 }
 
-/* A row's column values back as Datums, in the pending rows' memory. */
+/*
+ * A row's values are kept as datumSerialize writes them (a header word: -2
+ * null, -1 by value, else the bytes that follow), by the functions below,
+ * which do inline what a join's rows need of datumEstimateSpace,
+ * datumSerialize and datumRestore (their calls were a tenth of a join's
+ * work per record).  The values themselves, never references: a value
+ * stored out of line (TOAST, or an expanded object) is fetched first, since
+ * its source row may be gone (retention) by the time a partner arrives or
+ * a restore reads the row back.
+ */
+#define VALUE_NULL		(-2)
+#define VALUE_BY_VALUE	(-1)
+
+static inline Datum
+self_contained(Datum value, bool isnull, int16 typlen)
+{
+	if (!isnull && typlen == -1 && VARATT_IS_EXTERNAL(DatumGetPointer(value)))
+		return PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(value)));
+	return value;
+}
+
+/* Bytes of a by-reference value (datumGetSize); self_contained first. */
+static inline Size
+value_bytes(Datum value, int16 typlen)
+{
+	if (typlen > 0)
+		return typlen;
+	if (typlen == -1)
+		return VARSIZE_ANY(DatumGetPointer(value));
+	return strlen(DatumGetCString(value)) + 1;
+}
+
+static inline Size
+value_space(Datum value, bool isnull, bool byval, int16 typlen)
+{
+	if (isnull)
+		return sizeof(int);
+	return sizeof(int) + (byval ? sizeof(Datum) : value_bytes(value, typlen));
+}
+
+static inline char *
+serialize_value(char *p, Datum value, bool isnull, bool byval, int16 typlen)
+{
+	int			header = isnull ? VALUE_NULL : byval ? VALUE_BY_VALUE : (int) value_bytes(value, typlen);
+
+	memcpy(p, &header, sizeof(int));
+	p += sizeof(int);
+	if (header == VALUE_BY_VALUE)
+	{
+		memcpy(p, &value, sizeof(Datum));
+		p += sizeof(Datum);
+	}
+	else if (header > 0)
+	{
+		memcpy(p, DatumGetPointer(value), header);
+		p += header;
+	}
+	return p;
+}
+
+/* A row's column values back as Datums, by-reference ones copied into the pending rows' memory. */
 static void
 restore_values(WeirJoin *j, JoinRow *row, int ncols, Datum *values, bool *nulls)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(j->pending_cxt);
-	char	   *p = row->values;
+	const char *p = row->values;
 
 	for (int i = 0; i < ncols; i++)
-		values[i] = datumRestore(&p, &nulls[i]);
-	MemoryContextSwitchTo(oldcxt);
+	{
+		int			header;
+
+		memcpy(&header, p, sizeof(int));
+		p += sizeof(int);
+		nulls[i] = header == VALUE_NULL;
+		if (header == VALUE_BY_VALUE)
+		{
+			memcpy(&values[i], p, sizeof(Datum));
+			p += sizeof(Datum);
+		}
+		else if (header > 0)
+		{
+			char	   *copy = MemoryContextAlloc(j->pending_cxt, header);
+
+			memcpy(copy, p, header);
+			values[i] = PointerGetDatum(copy);
+			p += header;
+		}
+		else
+			values[i] = (Datum) 0;
+	}
 }
 
 /* One joined row into the pending sink rows; right NULL: left only. */
@@ -388,6 +468,9 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 
 	j->watermark = watermark;
 	*matches = 0;
+	/* what the row keeps, and its pairs take, are its values (self_contained) */
+	for (int i = 0; i < plan->ncolumns; i++)
+		values[i] = self_contained(values[i], nulls[i], plan->columns[i].typlen);
 	entry = weir_keyed_enter(j->keys, key, keylen, keyhash, t + j->bound[side], &created);
 	if (!DsaPointerIsValid(entry))
 		return false;
@@ -424,8 +507,8 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 
 	/* buffer the row on its side */
 	for (int i = 0; i < plan->ncolumns; i++)
-		len += datumEstimateSpace(values[i], nulls[i], plan->columns[i].typbyval,
-								  plan->columns[i].typlen);
+		len += value_space(values[i], nulls[i], plan->columns[i].typbyval,
+						   plan->columns[i].typlen);
 	dp = weir_row_arena_alloc(&j->arenas[side], row_size(len), &off);
 	if (!DsaPointerIsValid(dp))
 		return false;
@@ -438,8 +521,8 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 		char	   *p = row->values;
 
 		for (int i = 0; i < plan->ncolumns; i++)
-			datumSerialize(values[i], nulls[i], plan->columns[i].typbyval,
-						   plan->columns[i].typlen, &p);
+			p = serialize_value(p, values[i], nulls[i], plan->columns[i].typbyval,
+								plan->columns[i].typlen);
 	}
 	row->next = s->rows[side];
 	s->rows[side] = dp;
