@@ -156,6 +156,18 @@ weir_window_key_bytes(uint32 keylen)
 
 #define WEIR_START_HASHES_LOG2 3	/* window starts whose hash a store keeps */
 
+/* Pools of small allocations of a store (window.c) */
+#define WEIR_POOL_CLASS 16		/* bytes: size classes are multiples of it */
+#define WEIR_POOL_MAX 256		/* bytes: larger ones are DSA's own */
+#define WEIR_POOL_BLOCK (64 * 1024)	/* bytes carved at a time */
+
+typedef struct WeirEntryPool
+{
+	dsa_pointer free;			/* freed slots, linked through their first 8 bytes */
+	dsa_pointer next;			/* the next slot never handed out, in the */
+	uint32		left;			/* last block, and how many follow it */
+} WeirEntryPool;
+
 /*
  * The root of a store, in DSA: what a reader in another backend needs to
  * walk it.  `slots` is an open-addressing table of dsa_pointers to windows
@@ -210,6 +222,7 @@ typedef struct WeirWindowStore
 	 * backends translate with dsa_get_address).
 	 */
 	char	  **segment_base;	/* [WEIR_DSA_MAX_SEGMENTS] */
+	WeirEntryPool pools[WEIR_POOL_MAX / WEIR_POOL_CLASS];	/* window.c */
 	/* hashes of window starts seen lately, by a hash of the start (window.c) */
 	TimestampTz hashed_starts[1 << WEIR_START_HASHES_LOG2];
 	uint32		start_hashes[1 << WEIR_START_HASHES_LOG2];
