@@ -47,23 +47,37 @@ typedef struct ChunkHeader
 	int32		size;			/* of the bytea, header included */
 } ChunkHeader;
 
-/* Room for `len` bytes at a MAXALIGNed offset; returns that offset. */
+/*
+ * Room for `len` bytes at a MAXALIGNed offset, the padding around them
+ * zeroed but not they; returns that offset.
+ */
 static int
-reserve(WeirPackage *pkg, Size len)
+reserve_for_copy(WeirPackage *pkg, Size len)
 {
 	StringInfo	buf = &pkg->buf;
 	int			off = MAXALIGN(buf->len);
 
 	enlargeStringInfo(buf, (off - buf->len) + MAXALIGN(len));
-	memset(buf->data + buf->len, 0, off - buf->len + MAXALIGN(len));
+	memset(buf->data + buf->len, 0, off - buf->len);
+	memset(buf->data + off + len, 0, MAXALIGN(len) - len);
 	buf->len = off + MAXALIGN(len);
+	return off;
+}
+
+/* Room for `len` zeroed bytes at a MAXALIGNed offset; returns that offset. */
+static int
+reserve(WeirPackage *pkg, Size len)
+{
+	int			off = reserve_for_copy(pkg, len);
+
+	memset(pkg->buf.data + off, 0, len);
 	return off;
 }
 
 static void
 append(WeirPackage *pkg, const void *data, Size len)
 {
-	int			off = reserve(pkg, len);
+	int			off = reserve_for_copy(pkg, len);
 
 	memcpy(pkg->buf.data + off, data, len);
 }

@@ -56,18 +56,13 @@ weir_columns_like(const WeirColumn *types, int n, MemoryContext cxt)
 	return cols;
 }
 
+/* Twice the room (weir_column_add, when the column is full). */
 void
-weir_column_add(WeirColumn *c, Datum value, bool isnull)
+weir_column_grow(WeirColumn *c)
 {
-	if (c->n == c->cap)
-	{
-		c->cap *= 2;
-		c->values = repalloc_huge(c->values, sizeof(Datum) * c->cap);
-		c->nulls = repalloc_huge(c->nulls, sizeof(bool) * c->cap);
-	}
-	c->values[c->n] = value;
-	c->nulls[c->n] = isnull;
-	c->n++;
+	c->cap *= 2;
+	c->values = repalloc_huge(c->values, sizeof(Datum) * c->cap);
+	c->nulls = repalloc_huge(c->nulls, sizeof(bool) * c->cap);
 }
 
 Datum

@@ -16,6 +16,8 @@
 
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
+
 typedef struct WeirColumn
 {
 	Oid			type;
@@ -31,8 +33,37 @@ typedef struct WeirColumn
 extern void weir_column_init(WeirColumn *c, Oid type);
 extern void weir_column_init_like(WeirColumn *c, const WeirColumn *like);
 extern WeirColumn *weir_columns_like(const WeirColumn *types, int n, MemoryContext cxt);
-extern void weir_column_add(WeirColumn *c, Datum value, bool isnull);
+extern void weir_column_grow(WeirColumn *c);
 extern Datum weir_column_array(WeirColumn *c);
 extern bytea *weir_make_bytea(const char *data, Size len);
+
+/* Add a value (inline: a join adds one per column of every pair). */
+static inline void
+weir_column_add(WeirColumn *c, Datum value, bool isnull)
+{
+	if (unlikely(c->n == c->cap))
+		weir_column_grow(c);
+	c->values[c->n] = value;
+	c->nulls[c->n] = isnull;
+	c->n++;
+}
+
+/*
+ * Room for `len` more bytes at the end of buf; returns where they go.  What
+ * appendBinaryStringInfo does, without a call (or a copy) per field of an
+ * image built field by field.
+ */
+static inline char *
+weir_append_space(StringInfo buf, int len)
+{
+	char	   *p;
+
+	if (buf->len + len >= buf->maxlen)
+		enlargeStringInfo(buf, len);
+	p = buf->data + buf->len;
+	buf->len += len;
+	buf->data[buf->len] = '\0';
+	return p;
+}
 
 #endif							/* WEIR_COLUMNS_H */

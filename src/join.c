@@ -259,11 +259,12 @@ image_rows(void *arg, WeirKeyed *k, WeirWindow *w, StringInfo buf)
 		for (dsa_pointer dp = s->rows[side]; DsaPointerIsValid(dp);)
 		{
 			JoinRow    *row = row_at(j, dp);
+			char	   *p = weir_append_space(buf, ROW_IMAGE_HEADER + row->len);
 
-			appendBinaryStringInfo(buf, (char *) &row->t, sizeof(TimestampTz));
-			appendBinaryStringInfo(buf, (char *) &row->matched, sizeof(uint32));
-			appendBinaryStringInfo(buf, (char *) &row->len, sizeof(uint32));
-			appendBinaryStringInfo(buf, row->values, row->len);
+			memcpy(p, &row->t, sizeof(TimestampTz));
+			memcpy(p + 8, &row->matched, sizeof(uint32));
+			memcpy(p + 12, &row->len, sizeof(uint32));
+			memcpy(p + ROW_IMAGE_HEADER, row->values, row->len);
 			dp = row->next;
 		}
 }

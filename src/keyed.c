@@ -503,9 +503,13 @@ chunk_add(ChunkBuilder *cb, WeirWindow *w)
 		weir_window_clear_flags(w, WEIR_WINDOW_DIRTY);
 		return;
 	}
-	appendBinaryStringInfo(&cb->buf, (char *) &len, sizeof(uint32));
-	appendBinaryStringInfo(&cb->buf, weir_window_key(w), len);
-	appendBinaryStringInfo(&cb->buf, (char *) s, cb->d->state_size);
+	{
+		char	   *p = weir_append_space(&cb->buf, sizeof(uint32) + len + cb->d->state_size);
+
+		memcpy(p, &len, sizeof(uint32));
+		memcpy(p + sizeof(uint32), weir_window_key(w), len);
+		memcpy(p + sizeof(uint32) + len, s, cb->d->state_size);
+	}
 	if (cb->d->image_hook)
 		cb->d->image_hook(cb->d->hook_arg, cb->d, w, &cb->buf);
 	cb->entries++;

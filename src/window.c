@@ -430,7 +430,6 @@ weir_window_store_create(WeirPlan *plan, dsa_area *area, int64 limit,
 	store->plan = plan;
 	store->area = area;
 	store->limit = limit;
-	store->segment_base = MemoryContextAllocZero(cxt, sizeof(char *) * WEIR_DSA_MAX_SEGMENTS);
 	/* every remembered start is 0 to begin with, with its hash */
 	for (int i = 0; i < lengthof(store->start_hashes); i++)
 		store->start_hashes[i] = hash_bytes_uint32(0);

@@ -221,7 +221,7 @@ typedef struct WeirWindowStore
 	 * makes every allocation of the area (the worker; readers in other
 	 * backends translate with dsa_get_address).
 	 */
-	char	  **segment_base;	/* [WEIR_DSA_MAX_SEGMENTS] */
+	char	   *segment_base[WEIR_DSA_MAX_SEGMENTS];
 	WeirEntryPool pools[WEIR_POOL_MAX / WEIR_POOL_CLASS];	/* window.c */
 	/* hashes of window starts seen lately, by a hash of the start (window.c) */
 	TimestampTz hashed_starts[1 << WEIR_START_HASHES_LOG2];

@@ -220,7 +220,7 @@ static void
 append_key(StringInfo buf, WeirKeySpec *k, Datum value)
 {
 	if (k->typbyval)
-		appendBinaryStringInfo(buf, (char *) &value, sizeof(Datum));
+		memcpy(weir_append_space(buf, sizeof(Datum)), &value, sizeof(Datum));
 	else if (k->typlen > 0)
 		appendBinaryStringInfo(buf, DatumGetPointer(value), k->typlen);
 	else
