@@ -9,8 +9,10 @@
  * a WeirKeyedState (the first plan->state_size bytes of it).  An entry
  * expires when the watermark reaches t + retention (dedup: the horizon
  * after the id was last seen; last value: the ttl after its newest row).
- * Entries sit in expiry buckets, worker-local lists through
- * WeirWindow.next, by t + retention rounded up to retention/8; a later t
+ * Entries sit in expiry buckets, worker-local arrays of their
+ * dsa_pointers (walked with prefetching: a list through the entries made
+ * each expiry wait for the entry before it), by t + retention rounded up
+ * to retention/8; a later t
  * does not move the entry: when its bucket comes due, it is moved to the
  * right one.  So memory holds the keys of about 1.125 retentions before the
  * watermark (buckets are at least a second wide).  Without retention,
@@ -72,7 +74,9 @@
 typedef struct ExpiryBucket
 {
 	TimestampTz due;			/* hash key: entries expire at or before */
-	dsa_pointer head;
+	dsa_pointer *entries;		/* [n], in k->cxt */
+	int			n;
+	int			cap;
 } ExpiryBucket;
 
 static inline WeirKeyedState *
@@ -123,11 +127,19 @@ link_expiry(WeirKeyed *k, dsa_pointer dp, TimestampTz due)
 
 		b = hash_search(k->buckets, &key, HASH_ENTER, &found);
 		if (!found)
-			b->head = InvalidDsaPointer;
+		{
+			b->cap = 64;
+			b->n = 0;
+			b->entries = MemoryContextAlloc(k->cxt, sizeof(dsa_pointer) * b->cap);
+		}
 		k->last_bucket = b;
 	}
-	weir_window_set_next(weir_window_at(k->store, dp), b->head);
-	b->head = dp;
+	if (b->n == b->cap)
+	{
+		b->cap *= 2;
+		b->entries = repalloc_huge(b->entries, sizeof(dsa_pointer) * b->cap);
+	}
+	b->entries[b->n++] = dp;
 }
 
 static void
@@ -240,6 +252,19 @@ weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i, bool 
 }
 
 /*
+ * In a walk over an expiry bucket, at a[i]: as weir_keyed_prefetch_walk
+ * deep, and the index slot of the entry half as far on, which taking it out
+ * of the index reads (its hash is computed from the entry, come by then).
+ */
+void
+weir_keyed_prefetch_expiry(WeirKeyed *k, const dsa_pointer *a, int n, int i)
+{
+	weir_keyed_prefetch_walk(k, a, n, i, true);
+	if (i + PREFETCH_AHEAD / 2 < n)
+		weir_window_entry_prefetch_slot(k->store, a[i + PREFETCH_AHEAD / 2]);
+}
+
+/*
  * An expired entry leaves memory: the operator's hook first (a join's rows),
  * its key kept if the operator owes the sink something for it (last value).
  */
@@ -343,14 +368,20 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 	{
 		ExpiryBucket *bucket = lfirst(lc);
 		TimestampTz key = bucket->due;
-		dsa_pointer dp = bucket->head;
+		dsa_pointer *entries = bucket->entries;
+		int			n = bucket->n;
 
+		/* the bucket goes (link_expiry below may take its place) */
 		hash_search(k->buckets, &key, HASH_REMOVE, NULL);
-		while (DsaPointerIsValid(dp))
+		for (int i = 0; i < n; i++)
 		{
-			WeirWindow *w = weir_window_at(k->store, dp);
-			dsa_pointer next = weir_window_next(w);
-			TimestampTz expires = state_of(k, w)->t + k->retention;
+			dsa_pointer dp = entries[i];
+			WeirWindow *w;
+			TimestampTz expires;
+
+			weir_keyed_prefetch_expiry(k, entries, n, i);
+			w = weir_window_at(k->store, dp);
+			expires = state_of(k, w)->t + k->retention;
 
 			if (expires > watermark)
 				link_expiry(k, dp, expires);	/* changed since */
@@ -377,8 +408,8 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 				remove_entry(k, dp);
 				removed++;
 			}
-			dp = next;
 		}
+		pfree(entries);
 	}
 	list_free(due);
 	if (!k->keep_removed && k->nheld >= Max(RELEASE_HELD_AT, k->ndirty / 2))
@@ -401,8 +432,7 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 	int64		removed;
 	TimestampTz key;
 	ExpiryBucket *bucket;
-	dsa_pointer dp;
-	dsa_pointer keep = InvalidDsaPointer;
+	int			kept = 0;
 
 	if (k->retention == 0 || TIMESTAMP_NOT_FINITE(watermark))
 		return 0;
@@ -413,25 +443,22 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 	bucket = hash_search(k->buckets, &key, HASH_FIND, NULL);
 	if (bucket == NULL)
 		return removed;
-	dp = bucket->head;
-	while (DsaPointerIsValid(dp))
+	for (int i = 0; i < bucket->n; i++)
 	{
-		WeirWindow *w = weir_window_at(k->store, dp);
-		dsa_pointer next = weir_window_next(w);
+		dsa_pointer dp = bucket->entries[i];
+		WeirWindow *w;
 
+		weir_keyed_prefetch_expiry(k, bucket->entries, bucket->n, i);
+		w = weir_window_at(k->store, dp);
 		if (state_of(k, w)->t + k->retention <= watermark && !(weir_window_flags(w) & WEIR_WINDOW_DIRTY))
 		{
 			remove_entry(k, dp);
 			removed++;
 		}
 		else
-		{
-			weir_window_set_next(w, keep);
-			keep = dp;
-		}
-		dp = next;
+			bucket->entries[kept++] = dp;	/* kept ones stay in order, in place */
 	}
-	bucket->head = keep;
+	bucket->n = kept;
 	return removed;
 }
 

@@ -120,6 +120,7 @@ extern dsa_pointer weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage,
 									   dsa_pointer guess);
 extern void weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i,
 									 bool deep);
+extern void weir_keyed_prefetch_expiry(WeirKeyed *k, const dsa_pointer *a, int n, int i);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
 extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
 extern int64 weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark);

@@ -224,6 +224,9 @@ pool_alloc(WeirWindowStore *store, Size size)
 	if (DsaPointerIsValid(dp))
 	{
 		pool->free = *(dsa_pointer *) weir_window_address(store, dp);
+		/* the next allocation reads it (a freed slot is cold, as a rule) */
+		if (DsaPointerIsValid(pool->free))
+			WEIR_PREFETCH(weir_window_address(store, pool->free));
 		return dp;
 	}
 	if (pool->left == 0)
@@ -672,6 +675,14 @@ void
 weir_window_store_free(WeirWindowStore *store, dsa_pointer dp, Size size)
 {
 	store_free(store, dp, size);
+}
+
+/* A hint: the index slot of entry dp will be read soon (to take it out). */
+void
+weir_window_entry_prefetch_slot(WeirWindowStore *store, dsa_pointer dp)
+{
+	WEIR_PREFETCH(&slot_table(store)[home_slot(stored_window_hash(store, window_at(store, dp)),
+											   store->root->capacity)]);
 }
 
 /* Take a keyed entry out of memory; the operator has unlinked it. */

@@ -262,6 +262,7 @@ extern dsa_pointer weir_window_entry_find(WeirWindowStore *store, int space,
 										  bool *created);
 extern dsa_pointer weir_window_store_alloc(WeirWindowStore *store, Size size);
 extern void weir_window_store_free(WeirWindowStore *store, dsa_pointer dp, Size size);
+extern void weir_window_entry_prefetch_slot(WeirWindowStore *store, dsa_pointer dp);
 extern void weir_window_entry_remove(WeirWindowStore *store, dsa_pointer dp);
 extern void weir_window_entry_unindex(WeirWindowStore *store, dsa_pointer dp);
 extern void weir_window_entry_free(WeirWindowStore *store, dsa_pointer dp);
