@@ -5,7 +5,7 @@
  *	  entry per key, its expiry, and its checkpoint as chunks.
  *
  * Memory.  Each key is one entry in the pipeline's window store (a window
- * at start 0, which the store does not link: its `next` is ours), holding
+ * at start 0, which the store indexes but links nowhere), holding
  * a WeirKeyedState (the first plan->state_size bytes of it).  An entry
  * expires when the watermark reaches t + retention (dedup: the horizon
  * after the id was last seen; last value: the ttl after its newest row).

@@ -654,7 +654,8 @@ weir_window_prefetch(WeirWindowStore *store, TimestampTz start, uint32 keyhash,
 /*
  * Keyed entries (dedup, last value, join): one entry per key and `space`
  * (a join's side), stored as a window starting at `space`, which the store
- * does not link anywhere: its next (weir_window_set_next) is the operator's.
+ * does not link anywhere (nor do the operators: their expiry buckets are
+ * arrays, keyed.c).
  */
 dsa_pointer
 weir_window_entry_find(WeirWindowStore *store, int space, const char *key,
