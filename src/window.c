@@ -199,6 +199,22 @@ session_match(const void *a, const void *b, Size keysize)
 }
 
 /*
+ * The one place the store allocates from DSA: every allocation records
+ * where its segment is mapped, since it may be a new segment that took a
+ * freed one's number (see segment_base).  InvalidDsaPointer when DSA has no
+ * more.
+ */
+static dsa_pointer
+area_alloc(WeirWindowStore *store, Size size, int flags)
+{
+	dsa_pointer dp = dsa_allocate_extended(store->area, size, flags | DSA_ALLOC_NO_OOM);
+
+	if (DsaPointerIsValid(dp))
+		(void) weir_window_address_lookup(store, dp);
+	return dp;
+}
+
+/*
  * Small allocations (windows and keyed entries, a few tens of bytes each)
  * come from the store's pools: one per size class of WEIR_POOL_CLASS bytes,
  * carved from blocks of WEIR_POOL_BLOCK bytes, a freed one kept on its
@@ -231,13 +247,10 @@ pool_alloc(WeirWindowStore *store, Size size)
 	}
 	if (pool->left == 0)
 	{
-		dsa_pointer block = dsa_allocate_extended(store->area, WEIR_POOL_BLOCK,
-												  DSA_ALLOC_NO_OOM);
+		dsa_pointer block = area_alloc(store, WEIR_POOL_BLOCK, 0);
 
 		if (!DsaPointerIsValid(block))
 			return InvalidDsaPointer;
-		/* it may be in a new segment that took a freed one's number */
-		(void) weir_window_address_lookup(store, block);
 		pool->next = block;
 		pool->left = WEIR_POOL_BLOCK / slot_size;
 	}
@@ -269,12 +282,7 @@ store_alloc(WeirWindowStore *store, Size size, int flags)
 			memset(weir_window_address(store, dp), 0, size);
 	}
 	else
-	{
-		dp = dsa_allocate_extended(store->area, size, flags | DSA_ALLOC_NO_OOM);
-		/* it may be in a new segment that took a freed one's number */
-		if (DsaPointerIsValid(dp))
-			(void) weir_window_address_lookup(store, dp);
-	}
+		dp = area_alloc(store, size, flags);
 	if (!DsaPointerIsValid(dp))
 		store->out_of_memory = true;
 	else
@@ -436,8 +444,10 @@ weir_window_store_create(WeirPlan *plan, dsa_area *area, int64 limit,
 	/* every remembered start is 0 to begin with, with its hash */
 	for (int i = 0; i < lengthof(store->start_hashes); i++)
 		store->start_hashes[i] = hash_bytes_uint32(0);
-	store->root_dp = dsa_allocate_extended(area, sizeof(WeirStoreRoot), DSA_ALLOC_ZERO);
-	store->root = weir_window_address_lookup(store, store->root_dp);
+	store->root_dp = area_alloc(store, sizeof(WeirStoreRoot), DSA_ALLOC_ZERO);
+	if (!DsaPointerIsValid(store->root_dp))
+		elog(ERROR, "could not allocate the window store's root");
+	store->root = weir_window_address(store, store->root_dp);
 	store->root->state_size = plan->state_size;
 	store->root->session = plan->windowing.kind == WEIR_WINDOW_SESSION;
 	store->root->bytes = sizeof(WeirStoreRoot);

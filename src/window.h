@@ -164,8 +164,9 @@ weir_window_key_bytes(uint32 keylen)
 typedef struct WeirEntryPool
 {
 	dsa_pointer free;			/* freed slots, linked through their first 8 bytes */
-	dsa_pointer next;			/* the next slot never handed out, in the */
-	uint32		left;			/* last block, and how many follow it */
+	dsa_pointer next;			/* the first slot of the newest block never
+								 * handed out */
+	uint32		left;			/* slots from `next` to the block's end */
 } WeirEntryPool;
 
 /*
@@ -216,8 +217,8 @@ typedef struct WeirWindowStore
 	 * looked up yet), for weir_window_address.  A segment's mapping is
 	 * found once, through dsa_get_address; it changes only when every
 	 * allocation in the segment was freed and a new segment takes its
-	 * number, which only an allocation can do, so store_alloc records the
-	 * segment of every allocation it returns.  Valid because this process
+	 * number, which only an allocation can do, so area_alloc (window.c)
+	 * records the segment of every allocation it returns.  Valid because this process
 	 * makes every allocation of the area (the worker; readers in other
 	 * backends translate with dsa_get_address).
 	 */
