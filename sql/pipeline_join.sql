@@ -184,11 +184,20 @@ SELECT id FROM tl_docs ORDER BY id;
 INSERT INTO tl_reads (id, ts) VALUES (1, '2026-01-01 01:00:00+00');
 SELECT weir.checkpoint('tl_join') > 0 AS checkpointed;
 SELECT weir.stop('tl_join');
+DO $$
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXIT WHEN EXISTS (SELECT FROM weir.pipelines WHERE name = 'tl_join' AND worker_pid IS NULL);
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
 SELECT weir.start('tl_join');
 INSERT INTO tl_reads (id, ts) VALUES (2, '2026-01-01 01:00:00+00');
 SELECT weir.checkpoint('tl_join') > 0 AS checkpointed;
 SELECT j.id, length(j.body) = e.len AS same_length, md5(j.body) = e.digest AS same_body
   FROM tl_join j JOIN tl_expected e USING (id) ORDER BY j.id;
+SELECT count(*) AS restores FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
+ WHERE p.name = 'tl_join';
 SELECT status, last_error FROM weir.pipelines WHERE name = 'tl_join';
 SELECT weir.drop_pipeline('tl_join');
 DROP TABLE tl_join, tl_expected;

@@ -35,7 +35,7 @@
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
 	"checkpoint_interval, max_state_memory, search_path, enabled, created_at, " \
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
-	"join_lower, join_upper, join_kind"
+	"join_lower, join_upper, join_kind, status"
 
 static char *
 get_text(int col, MemoryContext cxt)
@@ -106,6 +106,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	if (!isnull)
 		row->join_upper = *DatumGetIntervalP(d);
 	row->join_kind = get_text(30, cxt);
+	row->status = get_text(31, cxt);
 }
 
 static bool

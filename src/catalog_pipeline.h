@@ -54,6 +54,7 @@ typedef struct WeirPipelineRow
 	Interval	join_lower;
 	Interval	join_upper;
 	char	   *join_kind;		/* "inner" or "left" */
+	char	   *status;			/* as read; not written by insert */
 } WeirPipelineRow;
 
 extern int32 weir_catalog_pipeline_insert(WeirPipelineRow *row);

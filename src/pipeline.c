@@ -786,6 +786,85 @@ weir_drop_pipeline(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Wait for the pipeline's worker (one just created or started may not have
+ * it yet) and take a checkpoint ticket from it; returns its pid.
+ */
+static int
+wait_for_worker(WeirPipelineSlot **slot, WeirPipelineRow *row, const char *name,
+				TimestampTz deadline, int64 *ticket)
+{
+	int			pid = 0;
+	Latch	   *latch = NULL;
+
+	for (;;)
+	{
+		/* looked up each time: a slot is given back when its worker exits */
+		*slot = weir_shmem_pipeline(row->id, false);
+		if (*slot)
+		{
+			SpinLockAcquire(&(*slot)->mutex);
+			pid = (*slot)->pid;
+			latch = (*slot)->latch;
+			if (pid != 0)
+				*ticket = ++(*slot)->checkpoint_requested;
+			SpinLockRelease(&(*slot)->mutex);
+		}
+		if (pid != 0 || !row->enabled || GetCurrentTimestamp() >= deadline)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	if (pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" is not running", name),
+				 errhint("Start it with weir.start(), and see weir.pipelines for its status.")));
+	SetLatch(latch);
+	return pid;
+}
+
+/*
+ * Wait until worker `pid` served `ticket`: true, with the checkpoint's id;
+ * false if that worker exited first.
+ */
+static bool
+ticket_served(WeirPipelineSlot *slot, int pid, int64 ticket, TimestampTz deadline,
+			  const char *name, int64 *checkpoint_id)
+{
+	bool		served_it = false;
+
+	ConditionVariablePrepareToSleep(&slot->checkpoint_cv);
+	for (;;)
+	{
+		int64		served;
+		int			now_pid;
+
+		SpinLockAcquire(&slot->mutex);
+		served = slot->checkpoint_served;
+		*checkpoint_id = slot->checkpoint_id;
+		now_pid = slot->pid;
+		SpinLockRelease(&slot->mutex);
+		if (served >= ticket)
+		{
+			served_it = true;
+			break;
+		}
+		if (now_pid != pid)
+			break;
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("pipeline \"%s\" took no checkpoint within the timeout", name),
+					 errhint("See lag_rows in weir.pipelines; pass a longer timeout.")));
+		ConditionVariableTimedSleep(&slot->checkpoint_cv, 100, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return served_it;
+}
+
+/*
  * weir.checkpoint(pipeline text, timeout interval) RETURNS bigint
  *
  * Wait until the pipeline has processed every row committed before this
@@ -800,67 +879,31 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int64		timeout_us = weir_interval_usecs(PG_GETARG_INTERVAL_P(1), "timeout");
 	WeirPipelineRow row = pipeline_for_owner(name);
-	WeirPipelineSlot *slot = weir_shmem_pipeline(row.id, false);
+	WeirPipelineSlot *slot;
 	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
 	int64		ticket = 0;
-	int64		checkpoint_id;
-	int			pid = 0;
-	Latch	   *latch = NULL;
+	int64		checkpoint_id = 0;
 
-	/* a pipeline just created or started may not have its worker yet */
 	for (;;)
 	{
-		if (slot == NULL)
-			slot = weir_shmem_pipeline(row.id, false);
-		if (slot)
-		{
-			SpinLockAcquire(&slot->mutex);
-			pid = slot->pid;
-			latch = slot->latch;
-			if (pid != 0)
-				ticket = ++slot->checkpoint_requested;
-			SpinLockRelease(&slot->mutex);
-		}
-		if (pid != 0 || !row.enabled || GetCurrentTimestamp() >= deadline)
-			break;
-		CHECK_FOR_INTERRUPTS();
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
-	if (pid == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pipeline \"%s\" is not running", name),
-				 errhint("Start it with weir.start(), and see weir.pipelines for its status.")));
-	SetLatch(latch);
+		int			pid = wait_for_worker(&slot, &row, name, deadline, &ticket);
 
-	ConditionVariablePrepareToSleep(&slot->checkpoint_cv);
-	for (;;)
-	{
-		int64		served;
-		int			now_pid;
-
-		SpinLockAcquire(&slot->mutex);
-		served = slot->checkpoint_served;
-		checkpoint_id = slot->checkpoint_id;
-		now_pid = slot->pid;
-		SpinLockRelease(&slot->mutex);
-		if (served >= ticket)
+		if (ticket_served(slot, pid, ticket, deadline, name, &checkpoint_id))
 			break;
-		if (now_pid != pid)
+
+		/*
+		 * The worker that took the ticket is gone.  If the pipeline is still
+		 * meant to run and did not fail, that worker was one a stop just
+		 * before a start (or a restart) retired: its successor serves a new
+		 * ticket, which covers the same rows and more.
+		 */
+		if (!weir_catalog_pipeline_by_id(row.id, &row) || !row.enabled ||
+			strcmp(row.status, "failed") == 0 || strcmp(row.status, "out_of_memory") == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("pipeline \"%s\" stopped before its checkpoint", name),
 					 errhint("See status and last_error in weir.pipelines.")));
-		if (GetCurrentTimestamp() >= deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("pipeline \"%s\" took no checkpoint within the timeout", name),
-					 errhint("See lag_rows in weir.pipelines; pass a longer timeout.")));
-		ConditionVariableTimedSleep(&slot->checkpoint_cv, 100, PG_WAIT_EXTENSION);
 	}
-	ConditionVariableCancelSleep();
 	PG_RETURN_INT64(checkpoint_id);
 }
 
