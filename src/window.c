@@ -135,13 +135,6 @@ weir_window_end(WeirStoreRoot *root, WeirPlan *plan, WeirWindow *w)
 	return root->session ? *session_end(w) : w->start + plan->windowing.size;
 }
 
-/* The hash of a key image, which the windows of a record share. */
-uint32
-weir_window_key_hash(const char *key, uint32 keylen)
-{
-	return hash_bytes((const unsigned char *) key, keylen);
-}
-
 static inline uint32
 start_hash_slot(TimestampTz start)
 {
