@@ -9,6 +9,7 @@ OBJS = \
 	src/partition.o \
 	src/topic.o \
 	src/reader.o \
+	src/read_ahead.o \
 	src/process_memory.o \
 	src/consumer.o \
 	src/catalog.o \

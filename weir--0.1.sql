@@ -499,7 +499,8 @@ CREATE FUNCTION weir._pipeline_state(
 	OUT records_dead bigint,
 	OUT records_dropped bigint,
 	OUT watermark_note text,
-	OUT writer_pid integer)
+	OUT writer_pid integer,
+	OUT reader_pid integer)
 RETURNS SETOF record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_pipeline_state';
 
@@ -512,6 +513,7 @@ CREATE VIEW weir.pipelines AS
 				ELSE p.status END AS status,
 		   s.worker_pid,
 		   s.writer_pid,
+		   s.reader_pid,
 		   (SELECT jsonb_object_agg(pp.part, pp.pos ORDER BY pp.part)
 			  FROM weir.pipeline_position pp WHERE pp.pipeline_id = p.id) AS positions,
 		   s.lag_rows,

@@ -232,19 +232,29 @@ sql_round() {
 declare -A RUN_RATE=()
 JOIN_EXCEPT=""
 JOIN_ROWS=""
-# weir_run RUN [restore]: one join over the whole backlog of both topics.
+# weir_run RUN [restore|read_ahead]: one join over the whole backlog of
+# both topics (figure join); with read_ahead, with weir.read_ahead on for
+# its worker (figure join_read_ahead).
 weir_run() {
-	local run=$1 name="jn_$1" out late dead got chunks chunk_bytes entries
+	local run=$1 name="jn_$1" kind=join out late dead got chunks chunk_bytes entries
 	local peak_windows peak_bytes samples
+
+	if [ "${2:-}" = read_ahead ]; then
+		kind=join_read_ahead name="jr_$1"
+		q "ALTER SYSTEM SET weir.read_ahead = on" >/dev/null
+		q "SELECT pg_reload_conf()" >/dev/null
+		sleep 0.2
+	fi
 
 	q "VACUUM weir.pipeline_chunk" >/dev/null
 	q "CHECKPOINT" >/dev/null
-	run_pipeline join "$run" "$name" \
+	run_pipeline "$kind" "$run" "$name" \
 		"SELECT weir.create_join('$name', 'orders', 'shipments', left_key => 'order_id',
 						right_key => 'order_id', left_time => 'ts', right_time => 'ts',
 						lower => '1 hour', upper => '0', columns => '$COLUMNS',
 						out_of_orderness => '$JITTER s', start => true) > 0" \
-		"p.records_out, p.records_late, p.records_dead" sample || return 0
+		"p.records_out, p.records_late, p.records_dead" sample || { read_ahead_off; return 0; }
+	read_ahead_off
 	read -r out late dead <<<"$COUNTS"
 	read -r peak_windows _ peak_bytes samples <<<"$PEAK"
 	progress "  $out out, $late late, $dead dead; $WINDOWS key entries, $BYTES bytes (peak $peak_windows entries, $peak_bytes bytes; $samples samples)"
@@ -259,11 +269,15 @@ weir_run() {
 	[ "$JOIN_ROWS" = "$out" ] || BAD+="records_out $out but $JOIN_ROWS rows in the sink; "
 	[ "$got" = 0 ] || BAD+="the sink differs from the expected rows in $got rows; "
 	if [ -n "$BAD" ]; then
-		invalid join "run $run: $BAD"
+		invalid "$kind" "run $run: $BAD"
 	else
 		progress "  sink checked: $(q "SELECT count(*) FROM $name") rows = expected"
 	fi
-	record join "$SECS"
+	record "$kind" "$SECS"
+	if [ "$kind" = join_read_ahead ]; then
+		drop_pipeline "$name"
+		return 0
+	fi
 	RUN_RATE[$run]=$(rate "$SECS")
 	read -r chunks chunk_bytes <<<"$(chunks_of "$ID")"
 	q "INSERT INTO bench_state VALUES ('join', $run, $SECS, $WINDOWS, $BYTES, ${peak_windows:-NULL},
@@ -284,13 +298,20 @@ weir_run() {
 	drop_pipeline "$name"
 }
 
+# weir.read_ahead back to its default (off) for the next runs
+read_ahead_off() {
+	q "ALTER SYSTEM RESET weir.read_ahead" >/dev/null
+	q "SELECT pg_reload_conf()" >/dev/null
+}
+
 # Round after round, a run of each figure: the read limit, the SQL, weir
-# (lib.sh, read_limit_run).
+# reading itself, weir with a read-ahead process (lib.sh, read_limit_run).
 for ((run = 1; run <= RUNS; run++)); do
 	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
+	weir_run "$run" read_ahead
 done
 
 # what the SQL left behind (its last round)
@@ -317,11 +338,22 @@ echo "events: $N events"
 echo "runs: $RUNS runs"
 echo "result_rows.expected: $EXPECTED rows"
 figure join
+figure join_read_ahead
 figure sql
 figure read_limit
 figure read_limit_heap_order
 worker_start_figure join
+worker_start_figure join_read_ahead
 operator_figures join sql
+echo "# target: join >= 3x sql, with weir.read_ahead (a second process per pipeline reads and"
+echo "#  evaluates the topics while the worker applies; off by default: it takes a background worker)"
+if valid join_read_ahead; then
+	for other in sql join read_limit read_limit_heap_order; do
+		if valid "$other"; then
+			ratio_lines join_read_ahead "$other"
+		fi
+	done
+fi
 echo "# sanity: rows produced in the last run of each (weir: its sink, checked equal to"
 echo "#  records_out), and rows in which they differ from the join over the whole topics"
 echo "#  (EXCEPT ALL both ways); 0 when equal"

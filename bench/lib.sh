@@ -274,7 +274,7 @@ drop_pipeline() {
 }
 
 declare -A WORKER_MS=()
-declare -A WORKER_CPU=() WRITER_CPU=()
+declare -A WORKER_CPU=() WRITER_CPU=() READER_CPU=()
 CLOCK_TICKS=$(getconf CLK_TCK)
 # cpu_ms PID: CPU time (user + system) the process has used so far, in ms;
 # empty when there is no such process.
@@ -354,10 +354,12 @@ EOF
 	fi
 	# the worker and writer of this run stay (idle) until the pipeline is
 	# stopped: what they used so far is the run's (and the worker's start)
-	local pids worker_cpu writer_cpu
-	read -ra pids <<<"$(q "SELECT coalesce(worker_pid, 0) || ' ' || coalesce(writer_pid, 0) FROM weir.pipelines WHERE name = '$name'")"
+	local pids worker_cpu writer_cpu reader_cpu=""
+	read -ra pids <<<"$(q "SELECT coalesce(worker_pid, 0) || ' ' || coalesce(writer_pid, 0) || ' ' || coalesce(reader_pid, 0) FROM weir.pipelines WHERE name = '$name'")"
 	worker_cpu=$(cpu_ms "${pids[0]:-}")
 	writer_cpu=$(cpu_ms "${pids[1]:-}")
+	[ "${pids[2]:-0}" = 0 ] || reader_cpu=$(cpu_ms "${pids[2]}")
+	[ -z "$reader_cpu" ] || READER_CPU[$kind]="${READER_CPU[$kind]:+${READER_CPU[$kind]} }$reader_cpu"
 	[ -z "$worker_cpu" ] || WORKER_CPU[$kind]="${WORKER_CPU[$kind]:+${WORKER_CPU[$kind]} }$worker_cpu"
 	[ -z "$writer_cpu" ] || WRITER_CPU[$kind]="${WRITER_CPU[$kind]:+${WRITER_CPU[$kind]} }$writer_cpu"
 
@@ -458,6 +460,9 @@ worker_start_figure() {
 	fi
 	if [ -n "${WRITER_CPU[$1]:-}" ]; then
 		echo "$1.writer_cpu_ms: $(tr ' ' '\n' <<<"${WRITER_CPU[$1]}" | sort -n | head -n 1) ms"
+	fi
+	if [ -n "${READER_CPU[$1]:-}" ]; then
+		echo "$1.read_ahead_cpu_ms: $(tr ' ' '\n' <<<"${READER_CPU[$1]}" | sort -n | head -n 1) ms"
 	fi
 }
 

@@ -117,36 +117,10 @@ weir_writer_wait_for_predecessor(int32 pipeline_id)
 	LockRelease(&tag, ExclusiveLock, false);
 }
 
-/*
- * Whether a writer may take a background worker slot: never one that the
- * launcher and the workers of the `pipelines` enabled pipelines need (a
- * pipeline that does not run at all is far worse than one that writes its
- * own checkpoints).  If so, the slot is counted as the pipeline's.
- */
-static bool
-reserve_writer(WeirPipelineSlot *slot, int pipelines)
-{
-	WeirShmem  *sh = weir_shmem();
-	int			writers = 0;
-	bool		ok;
-
-	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < sh->npipelines; i++)
-		if (sh->pipelines[i].has_writer)
-			writers++;
-	ok = !sh->writers_yield && 1 + pipelines + writers + 1 <= max_worker_processes;
-	if (ok)
-		slot->has_writer = true;
-	LWLockRelease(sh->lock);
-	return ok;
-}
-
 static void
 release_writer(WeirPipelineSlot *slot)
 {
-	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
-	slot->has_writer = false;
-	LWLockRelease(weir_shmem()->lock);
+	weir_shmem_release_helper(&slot->has_writer);
 	SpinLockAcquire(&slot->mutex);
 	slot->writer_pid = 0;
 	SpinLockRelease(&slot->mutex);
@@ -171,7 +145,7 @@ weir_writer_start(WeirWorker *w, int pipelines)
 
 	if (!weir_checkpoint_writer)
 		return NULL;
-	if (!reserve_writer(w->slot, pipelines))
+	if (!weir_shmem_reserve_helper(&w->slot->has_writer, pipelines))
 	{
 		ereport(LOG,
 				(errmsg("weir pipeline \"%s\" writes its checkpoints itself: no background worker slot to spare for a checkpoint writer",

@@ -950,7 +950,7 @@ weir_alter_pipeline(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-#define PIPELINE_STATE_COLS 15
+#define PIPELINE_STATE_COLS 16
 
 /* a partition silent this long while holding the watermark back is named */
 #define WATERMARK_STALL_USECS (10 * USECS_PER_SEC)
@@ -971,6 +971,7 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		int32		id;
 		int			pid;
 		int			writer_pid;
+		int			reader_pid;
 		TimestampTz watermark;
 		int64		checkpoint_id;
 		TimestampTz checkpoint_at;
@@ -988,6 +989,7 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		id = p->dboid == MyDatabaseId ? p->pipeline_id : 0;
 		pid = p->pid;
 		writer_pid = p->writer_pid;
+		reader_pid = p->reader_pid;
 		watermark = p->watermark;
 		checkpoint_id = p->checkpoint_id;
 		checkpoint_at = p->checkpoint_at;
@@ -1023,6 +1025,8 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dropped));
 		values[14] = Int32GetDatum(writer_pid);
 		nulls[14] = writer_pid == 0;
+		values[15] = Int32GetDatum(reader_pid);
+		nulls[15] = reader_pid == 0;
 		nulls[13] = true;
 		/*
 		 * Say plainly why state that waits for the watermark stays: a

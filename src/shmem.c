@@ -204,6 +204,8 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 		found->pipeline_id = pipeline_id;
 		found->pid = 0;
 		found->has_writer = false;
+		found->has_reader = false;
+		found->reader_pid = 0;
 		found->writer_pid = 0;
 		found->latch = NULL;
 		found->watermark = DT_NOBEGIN;
@@ -240,4 +242,38 @@ weir_shmem_checkpoint_committed(WeirPipelineSlot *slot, int64 checkpoint_id, int
 	slot->checkpoint_served = Max(slot->checkpoint_served, served);
 	SpinLockRelease(&slot->mutex);
 	ConditionVariableBroadcast(&slot->checkpoint_cv);
+}
+
+/*
+ * Whether a helper of a pipeline's worker (its checkpoint writer, its
+ * read-ahead process) may take a background worker slot: never one that
+ * the launcher and the workers of the `pipelines` enabled pipelines need (a
+ * pipeline that does not run at all is far worse than one whose worker does
+ * everything itself), nor while the launcher wants slots back.  If so, the
+ * slot is counted: *has_helper (has_writer or has_reader of a pipeline slot)
+ * is set.
+ */
+bool
+weir_shmem_reserve_helper(bool *has_helper, int pipelines)
+{
+	WeirShmem  *sh = weir_shmem();
+	int			helpers = 0;
+	bool		ok;
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < sh->npipelines; i++)
+		helpers += (sh->pipelines[i].has_writer ? 1 : 0) + (sh->pipelines[i].has_reader ? 1 : 0);
+	ok = !sh->writers_yield && 1 + pipelines + helpers + 1 <= max_worker_processes;
+	if (ok)
+		*has_helper = true;
+	LWLockRelease(sh->lock);
+	return ok;
+}
+
+void
+weir_shmem_release_helper(bool *has_helper)
+{
+	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
+	*has_helper = false;
+	LWLockRelease(weir_shmem()->lock);
 }

@@ -71,6 +71,9 @@ typedef struct WeirPipelineSlot
 	bool		has_writer;		/* its worker runs a checkpoint writer (under
 								 * WeirShmem.lock) */
 	int			writer_pid;		/* that writer, once connected; 0: none */
+	bool		has_reader;		/* its worker runs a read-ahead process
+								 * (under WeirShmem.lock) */
+	int			reader_pid;		/* that process, once started; 0: none */
 	Latch	   *latch;			/* the worker's */
 	TimestampTz watermark;		/* DT_NOBEGIN until the first one */
 	int64		checkpoint_id;	/* last committed */
@@ -118,6 +121,8 @@ extern WeirShmem *weir_shmem(void);
 extern WeirPartitionSlot *weir_shmem_slot(int slotno);
 extern void weir_shmem_wake_launcher(void);
 extern WeirPipelineSlot *weir_shmem_pipeline(int32 pipeline_id, bool claim);
+extern bool weir_shmem_reserve_helper(bool *has_helper, int pipelines);
+extern void weir_shmem_release_helper(bool *has_helper);
 extern void weir_shmem_checkpoint_committed(WeirPipelineSlot *slot, int64 checkpoint_id,
 											int64 served);
 

@@ -42,6 +42,7 @@ int			weir_launcher_naptime = 1000;
 int			weir_retention_batch_size = 10000;
 int			weir_time_index_interval = 10000;
 bool		weir_checkpoint_writer = true;
+bool		weir_read_ahead = false;
 
 static void
 define_gucs(void)
@@ -114,6 +115,15 @@ define_gucs(void)
 							 "Off: the worker stops reading while it writes each checkpoint. Read when a worker starts.",
 							 &weir_checkpoint_writer,
 							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("weir.read_ahead",
+							 "Whether each pipeline reads and evaluates its sources in a second process while its worker applies what was read.",
+							 "It takes one more background worker per pipeline, when one is to spare. Read when a worker starts.",
+							 &weir_read_ahead,
+							 false,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);

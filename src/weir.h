@@ -24,6 +24,7 @@ extern int	weir_launcher_naptime;		/* ms */
 extern int	weir_retention_batch_size;	/* rows per delete transaction */
 extern int	weir_time_index_interval;	/* ms between head samples */
 extern bool weir_checkpoint_writer;	/* checkpoints written by a second process */
+extern bool weir_read_ahead;	/* sources read by a second process */
 
 extern void _PG_init(void);
 

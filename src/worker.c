@@ -56,12 +56,12 @@
 #include "definition.h"
 #include "partition.h"
 #include "process_memory.h"
+#include "read_ahead.h"
 #include "reader.h"
 #include "topic.h"
 #include "window.h"
 #include "worker.h"
 
-#define WEIR_BATCH_ROWS 10000	/* rows per partition per round */
 #define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
 
 static WeirWorker *worker = NULL;
@@ -82,12 +82,14 @@ worker_detach(int code, Datum arg)
 	SpinLockAcquire(&slot->mutex);
 	slot->pid = 0;
 	slot->writer_pid = 0;		/* the writer exits with its worker */
+	slot->reader_pid = 0;		/* and so does the read-ahead process */
 	slot->latch = NULL;
 	SpinLockRelease(&slot->mutex);
 	ConditionVariableBroadcast(&slot->checkpoint_cv);
 	/* give the slot back: a pipeline without a worker needs none */
 	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
 	slot->has_writer = false;
+	slot->has_reader = false;
 	SpinLockAcquire(&slot->mutex);
 	if (slot->pid == 0)
 		slot->dboid = InvalidOid;
@@ -121,6 +123,18 @@ end_round(void)
 {
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+}
+
+void
+weir_worker_begin_round(void)
+{
+	begin_round();
+}
+
+void
+weir_worker_end_round(void)
+{
+	end_round();
 }
 
 /*
@@ -293,7 +307,8 @@ eval_column(ExprState *expr, AttrNumber column, TupleTableSlot *slot,
 /*
  * Evaluate the user's expressions on one topic row into row r of the batch:
  * the hot path.  Nothing here touches window state, so a batch whose
- * evaluation fails can be thrown away and redone row by row (read_group).
+ * evaluation fails can be thrown away and redone row by row
+ * (weir_worker_evaluate_group).
  */
 static void
 eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
@@ -714,17 +729,18 @@ scan_group(WeirWorker *w, Relation rel, Snapshot snapshot, WeirPartRowCallback e
 }
 
 /*
- * Read and process up to WEIR_BATCH_ROWS rows of each of the current
+ * Read and evaluate up to WEIR_BATCH_ROWS rows of each of the current
  * side's partitions first .. first + n - 1 (n <= group_size), those below
- * their bound.  The batch is evaluated inside a subtransaction; if a user
- * expression fails on some row, it is evaluated again row by row, each in
- * its own subtransaction, and the failing rows become dead letters.  Then
- * each partition's rows are applied, partition after partition.
- * w->group_nbatch[g] is how many rows partition first + g had.
+ * their bound, into the batch.  The batch is evaluated inside a
+ * subtransaction; if a user expression fails on some row, it is evaluated
+ * again row by row, each in its own subtransaction, and the failing rows
+ * become dead letters.  w->group_nbatch[g] is how many rows partition
+ * first + g had, w->ranges[g].max_position the last one's position.  The
+ * read-ahead process (read_ahead.c) evaluates so too.
  */
-static void
-read_group(WeirWorker *w, Relation rel, int32 first, int n, const int64 *bounds,
-		   Snapshot snapshot)
+void
+weir_worker_evaluate_group(WeirWorker *w, Relation rel, int32 first, int n,
+						   const int64 *bounds, Snapshot snapshot)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -762,6 +778,20 @@ read_group(WeirWorker *w, Relation rel, int32 first, int n, const int64 *bounds,
 
 	if (failed)
 		scan_group(w, rel, snapshot, eval_row_guarded);
+}
+
+/*
+ * Apply the evaluated batch of the group (w->group_first, w->ngroup of the
+ * current side) to state, partition after partition, and move the
+ * partitions' positions past it.
+ */
+void
+weir_worker_apply_group(WeirWorker *w)
+{
+	MemoryContext oldcxt;
+	int32		first = w->group_first;
+	int			n = w->ngroup;
+
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
 	for (int g = 0; g < n && !w->store->out_of_memory; g++)
@@ -789,6 +819,16 @@ read_group(WeirWorker *w, Relation rel, int32 first, int n, const int64 *bounds,
 		stop_out_of_memory(w);
 	for (int g = 0; g < n; g++)
 		w->pos[w->side->first + first + g] = w->ranges[g].max_position;
+}
+
+/*
+ * How a partition group's rows that have been read go on: applied here, or
+ * sent to the worker (read_ahead.c).  Either moves w->pos past them.
+ */
+static void
+apply_group(WeirWorker *w, void *arg)
+{
+	weir_worker_apply_group(w);
 }
 
 /* The pipeline watermark: min over non-idle partitions, never decreasing. */
@@ -822,9 +862,12 @@ advance_watermark(WeirWorker *w, TimestampTz now)
 /*
  * One round of reading; returns the number of rows read.  *caught_up: every
  * partition was read up to the bound computed at the start of the round.
+ * Each partition group read and evaluated goes to `done`, which moves
+ * w->pos past it.
  */
-static int64
-read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_up)
+int64
+weir_worker_read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_up,
+					   WeirGroupDone done, void *arg)
 {
 	Relation	rels[2];
 	int64	   *bounds = palloc(sizeof(int64) * w->partitions);
@@ -859,7 +902,8 @@ read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_up)
 		{
 			int			n = Min(w->group_size, side->partitions - first);
 
-			read_group(w, rels[s], first, n, bounds, snapshot);
+			weir_worker_evaluate_group(w, rels[s], first, n, bounds, snapshot);
+			done(w, arg);
 			for (int g = 0; g < n; g++)
 			{
 				int32		i = side->first + first + g;
@@ -1068,12 +1112,28 @@ run(WeirWorker *w)
 		/* a pipeline without a worker needs the writer's slot more */
 		if (w->writer && !in_flight && weir_writer_should_yield())
 			weir_writer_stop(w);
-		/* tickets taken before this round's bounds are covered by it */
-		tickets = checkpoint_tickets(w);
+		if (w->read_ahead && weir_writer_should_yield())
+			weir_read_ahead_stop(w, "to leave its background worker slot to a pipeline's worker");
 		now = weir_clock_now();
 		begin_round();
-		pgstat_report_activity(STATE_RUNNING, "weir: reading");
-		got = read_round(w, now, &lag, &caught_up);
+		if (w->read_ahead)
+		{
+			WeirReadAheadRound round;
+
+			/* the process's round end says which tickets it covers */
+			pgstat_report_activity(STATE_RUNNING, "weir: applying what was read ahead");
+			got = weir_read_ahead_round(w, now, served, in_flight, &round);
+			tickets = round.tickets;
+			lag = round.lag;
+			caught_up = round.caught_up;
+		}
+		else
+		{
+			/* tickets taken before this round's bounds are covered by it */
+			tickets = checkpoint_tickets(w);
+			pgstat_report_activity(STATE_RUNNING, "weir: reading");
+			got = weir_worker_read_round(w, now, &lag, &caught_up, apply_group, NULL);
+		}
 		w->store->backlog = !caught_up;
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
@@ -1216,8 +1276,12 @@ run(WeirWorker *w)
 			w->memory_released = true;
 		}
 
-		/* idle; or a checkpoint asked for waits for the one in flight */
-		if (got == 0 && (checkpoint_tickets(w) == served || in_flight))
+		/*
+		 * idle; or a checkpoint asked for waits for the one in flight (with
+		 * a read-ahead process, its round waited already)
+		 */
+		if (got == 0 && w->read_ahead == NULL &&
+			(checkpoint_tickets(w) == served || in_flight))
 		{
 			long		wait_ms = (w->next_checkpoint - weir_clock_now()) / 1000;
 
@@ -1229,15 +1293,21 @@ run(WeirWorker *w)
 	}
 }
 
-static WeirWorker *
-setup(int32 id)
+/*
+ * A worker as far as reading and evaluating its sources goes: its catalog
+ * row, plan, sources, positions (all 0) and compiled expressions, acting as
+ * the pipeline's owner.  The worker goes on from there (setup); the
+ * read-ahead process needs no more.  Allocates in a new context under
+ * TopMemoryContext; needs no transaction.
+ */
+WeirWorker *
+weir_worker_setup_reading(int32 id)
 {
 	WeirWorker *w;
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "weir worker",
 											  ALLOCSET_DEFAULT_SIZES);
 	Relation	rel;
 
-	weir_memory_keep_freed();
 	w = MemoryContextAllocZero(cxt, sizeof(WeirWorker));
 	w->cxt = cxt;
 
@@ -1276,7 +1346,26 @@ setup(int32 id)
 	}
 	w->side = &w->sides[0];
 	w->cur_part = -1;
+	w->pos = palloc0(sizeof(int64) * w->partitions);
+	w->max_event_time = palloc(sizeof(TimestampTz) * w->partitions);
+	w->last_data_at = palloc(sizeof(TimestampTz) * w->partitions);
+	for (int p = 0; p < w->partitions; p++)
+		w->last_data_at[p] = weir_clock_now();
+	init_expressions(w);
+	end_round();
+	MemoryContextSwitchTo(cxt);
+	return w;
+}
 
+static WeirWorker *
+setup(int32 id)
+{
+	WeirWorker *w;
+
+	weir_memory_keep_freed();
+	w = weir_worker_setup_reading(id);
+	begin_round();
+	MemoryContextSwitchTo(w->cxt);
 	w->out_of_orderness = weir_interval_usecs(&w->row.out_of_orderness, "out_of_orderness");
 	w->lateness = weir_interval_usecs(&w->row.allowed_lateness, "allowed_lateness");
 	w->idle_timeout = w->row.has_idle_timeout ?
@@ -1284,27 +1373,21 @@ setup(int32 id)
 	w->checkpoint_interval = weir_interval_usecs(&w->row.checkpoint_interval, "checkpoint_interval");
 	w->sink_row_us = WEIR_SINK_ROW_US_DEFAULT;
 	w->emit_updates = strcmp(w->row.emit, "updates") == 0;
-	w->pos = palloc0(sizeof(int64) * w->partitions);
-	w->max_event_time = palloc(sizeof(TimestampTz) * w->partitions);
-	w->last_data_at = palloc(sizeof(TimestampTz) * w->partitions);
-	for (int p = 0; p < w->partitions; p++)
-		w->last_data_at[p] = weir_clock_now();
 	w->watermark = DT_NOBEGIN;
 	w->watermark_holder = -1;
 	w->area = dsa_create(weir_shmem()->state_tranche);
 	dsa_pin_mapping(w->area);
 	/* a hard stop a little above the accounted limit, for safety */
 	dsa_set_size_limit(w->area, w->row.max_state_memory + w->row.max_state_memory / 4 + 4 * 1024 * 1024);
-	w->store = weir_window_store_create(w->plan, w->area, w->row.max_state_memory, cxt);
+	w->store = weir_window_store_create(w->plan, w->area, w->row.max_state_memory, w->cxt);
 	if (w->plan->op == WEIR_OP_DEDUP || w->plan->op == WEIR_OP_PROJECTION)
-		w->dedup = weir_dedup_create(w->plan, w->store, cxt);
+		w->dedup = weir_dedup_create(w->plan, w->store, w->cxt);
 	else if (w->plan->op == WEIR_OP_LAST_VALUE)
-		w->last_value = weir_last_value_create(w->plan, w->store, cxt);
+		w->last_value = weir_last_value_create(w->plan, w->store, w->cxt);
 	else if (w->plan->op == WEIR_OP_JOIN)
-		w->join = weir_join_create(w->plan, w->store, cxt);
-	init_expressions(w);
+		w->join = weir_join_create(w->plan, w->store, w->cxt);
 	end_round();
-	MemoryContextSwitchTo(cxt);
+	MemoryContextSwitchTo(w->cxt);
 	return w;
 }
 
@@ -1367,6 +1450,7 @@ weir_worker_main(Datum main_arg)
 		pipelines = list_length(weir_catalog_enabled_pipelines());
 		end_round();
 		worker->writer = weir_writer_start(worker, pipelines);
+		worker->read_ahead = weir_read_ahead_start(worker, pipelines);
 		/* a restore may owe deletions of expired keys' rows (keyed.c) */
 		if (worker->last_value && worker->last_value->keys->removed != NIL)
 			worker->changed = true;

@@ -26,6 +26,8 @@
 #include "window.h"
 #include "window_chunks.h"
 
+#define WEIR_BATCH_ROWS 10000	/* rows per partition per round */
+
 /* A record that could not be processed, written at the next checkpoint */
 typedef struct WeirDeadLetter
 {
@@ -156,6 +158,8 @@ typedef struct WeirWorker
 	int64		checkpoint_id;	/* last collected (committed, or being written) */
 	struct WeirWriterLink *writer;	/* the checkpoint writer; NULL: the worker
 									 * writes its checkpoints itself */
+	struct WeirReadAhead *read_ahead;	/* the read-ahead process; NULL: the
+										 * worker reads itself */
 	TimestampTz next_checkpoint;
 	int64		records_since;	/* records in since the last checkpoint */
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
@@ -189,6 +193,17 @@ typedef struct WeirCheckpointResult
 } WeirCheckpointResult;
 
 extern PGDLLEXPORT void weir_worker_main(Datum main_arg);
+
+/* reading, for the worker and its read-ahead process (read_ahead.c) */
+typedef void (*WeirGroupDone) (WeirWorker *w, void *arg);
+extern WeirWorker *weir_worker_setup_reading(int32 id);
+extern void weir_worker_evaluate_group(WeirWorker *w, Relation rel, int32 first, int n,
+									   const int64 *bounds, Snapshot snapshot);
+extern void weir_worker_apply_group(WeirWorker *w);
+extern int64 weir_worker_read_round(WeirWorker *w, TimestampTz now, int64 *lag,
+									bool *caught_up, WeirGroupDone done, void *arg);
+extern void weir_worker_begin_round(void);
+extern void weir_worker_end_round(void);
 
 /* checkpoint.c */
 struct WeirPackage;

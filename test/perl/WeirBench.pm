@@ -376,6 +376,8 @@ SELECT r.checkpoint_id FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pip
 #   kill                 kill -9 of the process victim->() picks,
 #   kill in checkpoint   the same from inside the server, as soon as the
 #                        victim (a pipeline's worker) is in a checkpoint,
+#   kill read-ahead      kill -9 of the read-ahead process of the victim's
+#                        pipeline (weir.read_ahead),
 #   immediate            an immediate stop and a start;
 # a kill -9 makes the postmaster reinitialize shared memory.  The
 # pgbenches lose their connections in a crash and start again after it,
@@ -443,7 +445,23 @@ sub produce_with_crashes
 					next;
 				}
 				my $offset = -s $node->logfile;
-				if ($kind eq 'kill')
+				if ($kind eq 'kill read-ahead')
+				{
+					my $reader;
+					for (1 .. 200)    # its worker may have just started
+					{
+						my $ret;
+						($ret, $reader) = $node->psql('postgres',
+							"SELECT reader_pid FROM weir.pipelines WHERE name = '$pipeline' AND reader_pid IS NOT NULL");
+						last if $ret == 0 && $reader ne '';
+						usleep(50_000);
+					}
+					ok($reader ne '', "pipeline $pipeline has a read-ahead process");
+					$pid = $reader ne '' ? $reader : $pid;
+					$who = "the read-ahead process of pipeline $pipeline";
+					kill 'KILL', $pid;
+				}
+				elsif ($kind eq 'kill')
 				{
 					kill 'KILL', $pid;
 				}
@@ -457,7 +475,7 @@ sub produce_with_crashes
 				push @{ $r{killed} }, $pid;
 				$what = sprintf('crash %d (kill -9 of %s, PID %d%s) at %d rows',
 					$r{crashes} + 1, $who, $pid,
-					$kind eq 'kill' ? '' : ', seen in a checkpoint', $r{rows});
+					$kind eq 'kill in checkpoint' ? ', seen in a checkpoint' : '', $r{rows});
 				note sprintf('%.1f s: %s', time - $r{t0}, $what);
 				$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 				ok(wait_server_up($node), "server back after $what");
@@ -650,7 +668,7 @@ sub check_crash_log
 	  or diag join("\n", @killed);
 	for my $pid (@worker_pids)
 	{
-		ok(scalar(grep { /weir (worker|checkpoint writer).*\(PID $pid\) was terminated by signal 9/ } @killed),
+		ok(scalar(grep { /weir (worker|checkpoint writer|read-ahead).*\(PID $pid\) was terminated by signal 9/ } @killed),
 			"the log names the killed weir process $pid");
 	}
 	none_of('no other process died abnormally', grep { !/terminated by signal 9/ } @signals);

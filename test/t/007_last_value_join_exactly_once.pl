@@ -16,10 +16,13 @@
 #              rows' part and pos in the sink;
 #   j_left     the same as a LEFT JOIN (default columns).
 #
-# Meanwhile a worker is killed with kill -9 four times (one of each
-# pipeline, in random order; two at a random moment, two as soon as the
-# worker is seen in a checkpoint), and the server is stopped in immediate
-# mode once, at moments of the run placed at random.  Each kill makes the
+# The pipelines read ahead (weir.read_ahead: a second process per pipeline
+# reads and evaluates the topics, the worker applies).  Meanwhile a process
+# is killed with kill -9 four times (one for each pipeline, in random
+# order: a worker at a random moment, a read-ahead process at a random
+# moment, two workers as soon as they are seen in a checkpoint), and the
+# server is stopped in immediate mode once, at moments of the run placed at
+# random.  Each kill makes the
 # postmaster reinitialize shared memory, so every pipeline restores its
 # last checkpoint each time.  When the producers are done, one order and
 # one shipment per partition far in the future flush the joins, each
@@ -83,7 +86,8 @@ my $base      = q{timestamptz '2024-01-01 00:00:00+00'};
 my $rate = bench_rate($target, 960.0, $seconds);
 
 my $t_start = time;
-my $node    = start_weir_node('last_value_join_exactly_once', crash_test_conf(40));
+my $node    = start_weir_node('last_value_join_exactly_once', crash_test_conf(40),
+	'weir.read_ahead' => 'on');
 
 $node->safe_psql(
 	'postgres', qq{
@@ -167,10 +171,11 @@ SELECT m - 200000 + floor(random() * 250001)::bigint, 'stray',
 });
 
 # Five crashes at moments of the run placed by progress, in random order:
-# four kill -9, one of each pipeline's worker, two at a random moment and
-# two as soon as the worker is seen in a checkpoint; one immediate stop.
+# four kill -9, one for each pipeline, of its worker at a random moment,
+# of its read-ahead process at a random moment, and (two) of its worker as
+# soon as it is seen in a checkpoint; one immediate stop.
 my @plan = plan_crashes($seed, $target, 0.08, 0.17, 0.10,
-	'kill', 'kill', 'kill in checkpoint', 'kill in checkpoint', 'immediate');
+	'kill', 'kill read-ahead', 'kill in checkpoint', 'kill in checkpoint', 'immediate');
 my $ncrashes    = scalar(@plan);
 my @kill_target = shuffle(@pipelines);
 my $nkills      = scalar(@kill_target);

@@ -10,7 +10,10 @@
 # the aggregation written as SQL GROUP BY over the topic.  Those rounds hit
 # the race only by chance (a busy machine); a worker frozen with SIGSTOP
 # while the launcher's SIGTERM is pending hits it for certain.  A stop
-# without a start still makes a checkpoint fail, with its SQLSTATE.
+# without a start still makes a checkpoint fail, with its SQLSTATE.  And
+# with weir.read_ahead: weir.pipelines shows the read-ahead process, the
+# sink stays exact, and when the process is terminated the worker reads
+# itself, exactly, from there on.
 
 use strict;
 use warnings;
@@ -150,6 +153,44 @@ is($cp_out, 't', 'the checkpoint was served by the next worker') or diag($cp_err
 isnt($node->safe_psql('postgres', q{SELECT worker_pid FROM weir.pipelines WHERE name = 'p'}),
 	$old_pid, 'by a new worker');
 check_sink('after the frozen worker');
+
+# Read-ahead (weir.read_ahead): a second process reads and evaluates, the
+# worker applies; when that process goes, the worker reads itself from its
+# own positions on, and nothing is lost or doubled.
+$node->append_conf('postgresql.conf', "weir.read_ahead = on\n");
+$node->reload;
+$node->safe_psql('postgres', q{SELECT weir.stop('p')});
+ok( $node->poll_query_until('postgres',
+		q{SELECT worker_pid IS NULL FROM weir.pipelines WHERE name = 'p'}),
+	'stopped to start again with read-ahead');
+$node->safe_psql('postgres', q{SELECT weir.start('p')});
+ok( $node->poll_query_until('postgres',
+		q{SELECT reader_pid IS NOT NULL FROM weir.pipelines WHERE name = 'p'}),
+	'weir.pipelines shows the read-ahead process');
+my $reader = $node->safe_psql('postgres', q{SELECT reader_pid FROM weir.pipelines WHERE name = 'p'});
+is( $node->safe_psql('postgres', qq{SELECT backend_type FROM pg_stat_activity WHERE pid = $reader}),
+	'weir read-ahead', 'its process is a weir read-ahead background worker');
+$node->safe_psql('postgres', q{
+INSERT INTO ev (k, v, ts)
+SELECT i % 50, i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 s'
+  FROM generate_series(200000, 229999) i;
+SELECT weir.checkpoint('p', timeout => '60 s');});
+check_sink('read ahead');
+my $worker = $node->safe_psql('postgres', q{SELECT worker_pid FROM weir.pipelines WHERE name = 'p'});
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres', qq{SELECT pg_terminate_backend($reader)});
+$node->wait_for_log(
+	qr/weir pipeline "p" stopped its read-ahead process after it exited; its worker reads itself/,
+	$offset);
+pass('the worker reads itself once its read-ahead process is gone');
+$node->safe_psql('postgres', q{
+INSERT INTO ev (k, v, ts)
+SELECT i % 50, i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 s'
+  FROM generate_series(230000, 259999) i;
+SELECT weir.checkpoint('p', timeout => '60 s');});
+check_sink('after the read-ahead process went');
+is( $node->safe_psql('postgres', q{SELECT worker_pid || ' ' || (reader_pid IS NULL) FROM weir.pipelines WHERE name = 'p'}),
+	"$worker true", 'the same worker, without a read-ahead process');
 
 # a stop alone: once the worker is gone a checkpoint is refused, with 55000
 $node->safe_psql('postgres', q{SELECT weir.stop('p')});
