@@ -138,10 +138,34 @@ append_column(WeirPackage *pkg, const WeirColumn *c)
 		append(pkg, c->values, sizeof(Datum) * c->n);
 		return;
 	}
-	for (int i = 0; i < c->n; i++)
-		if (!c->nulls[i])
-			append(pkg, DatumGetPointer(c->values[i]),
-				   datumGetSize(c->values[i], false, c->typlen));
+
+	/*
+	 * By reference: the values one after the other, each at a MAXALIGNed
+	 * offset as append() puts it, the room taken once (a join's text column
+	 * went value by value: a fifth of its checkpoints' sync phase).
+	 */
+	{
+		Size		total = 0;
+		int			off;
+		char	   *p;
+
+		for (int i = 0; i < c->n; i++)
+			if (!c->nulls[i])
+				total += MAXALIGN(datumGetSize(c->values[i], false, c->typlen));
+		if (total == 0)
+			return;
+		off = reserve_for_copy(pkg, total);	/* the buffer may move */
+		p = pkg->buf.data + off;
+		for (int i = 0; i < c->n; i++)
+			if (!c->nulls[i])
+			{
+				Size		len = datumGetSize(c->values[i], false, c->typlen);
+
+				memcpy(p, DatumGetPointer(c->values[i]), len);
+				memset(p + len, 0, MAXALIGN(len) - len);
+				p += MAXALIGN(len);
+			}
+	}
 }
 
 /* A write of whole columns (all of the same length). */

@@ -56,6 +56,29 @@ weir_columns_like(const WeirColumn *types, int n, MemoryContext cxt)
 	return cols;
 }
 
+/*
+ * Empty the columns for the next checkpoint's rows, keeping their room: a
+ * backlog fills them to the same size checkpoint after checkpoint, and
+ * growing them again, by copies into new memory, was a sixth of a join
+ * worker's memcpy.  Room past a million values goes back.
+ */
+void
+weir_columns_clear(WeirColumn *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		WeirColumn *c = &cols[i];
+
+		c->n = 0;
+		if (c->cap > WEIR_COLUMN_KEEP_CAP)
+		{
+			c->cap = 64;
+			c->values = repalloc(c->values, sizeof(Datum) * c->cap);
+			c->nulls = repalloc(c->nulls, sizeof(bool) * c->cap);
+		}
+	}
+}
+
 /* Twice the room (weir_column_add, when the column is full). */
 void
 weir_column_grow(WeirColumn *c)

@@ -30,7 +30,11 @@ typedef struct WeirColumn
 	bool	   *nulls;
 } WeirColumn;
 
+/* room weir_columns_clear keeps, at most (values) */
+#define WEIR_COLUMN_KEEP_CAP (1024 * 1024)
+
 extern void weir_column_init(WeirColumn *c, Oid type);
+extern void weir_columns_clear(WeirColumn *cols, int n);
 extern void weir_column_init_like(WeirColumn *c, const WeirColumn *like);
 extern WeirColumn *weir_columns_like(const WeirColumn *types, int n, MemoryContext cxt);
 extern void weir_column_grow(WeirColumn *c);

@@ -53,7 +53,8 @@ weir_dedup_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	for (int i = 0; i < plan->ncolumns; i++)
 		weir_column_init(&d->column_types[i], plan->columns[i].type);
 	MemoryContextSwitchTo(oldcxt);
-	d->pending = weir_columns_like(d->column_types, plan->ncolumns, d->pending_cxt);
+	/* the arrays outlive each checkpoint's rows (their by-reference values: pending_cxt) */
+	d->pending = weir_columns_like(d->column_types, plan->ncolumns, cxt);
 	return d;
 }
 
@@ -116,5 +117,5 @@ void
 weir_dedup_forget_pending(WeirDedup *d)
 {
 	MemoryContextReset(d->pending_cxt);
-	d->pending = weir_columns_like(d->column_types, d->plan->ncolumns, d->pending_cxt);
+	weir_columns_clear(d->pending, d->plan->ncolumns);
 }

@@ -416,7 +416,8 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	for (int i = 0; i < plan->nsinkcols; i++)
 		weir_column_init(&j->column_types[i], plan->sinkcols[i].type);
 	MemoryContextSwitchTo(oldcxt);
-	j->pending = weir_columns_like(j->column_types, plan->nsinkcols, j->pending_cxt);
+	/* the arrays outlive each checkpoint's rows (their by-reference values: pending_cxt) */
+	j->pending = weir_columns_like(j->column_types, plan->nsinkcols, cxt);
 	return j;
 }
 
@@ -570,5 +571,5 @@ void
 weir_join_forget_pending(WeirJoin *j)
 {
 	MemoryContextReset(j->pending_cxt);
-	j->pending = weir_columns_like(j->column_types, j->plan->nsinkcols, j->pending_cxt);
+	weir_columns_clear(j->pending, j->plan->nsinkcols);
 }
