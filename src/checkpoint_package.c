@@ -121,17 +121,6 @@ op_end(WeirPackage *pkg)
 	pkg->op_start = -1;
 }
 
-/* datumGetSize of a by-reference value, inline: a column has many */
-static inline Size
-value_size(Datum value, int16 typlen)
-{
-	if (typlen > 0)
-		return typlen;
-	if (typlen == -1)
-		return VARSIZE_ANY(DatumGetPointer(value));
-	return strlen(DatumGetCString(value)) + 1;
-}
-
 static void
 append_column(WeirPackage *pkg, const WeirColumn *c)
 {
@@ -162,7 +151,7 @@ append_column(WeirPackage *pkg, const WeirColumn *c)
 
 		for (int i = 0; i < c->n; i++)
 			if (!c->nulls[i])
-				total += MAXALIGN(value_size(c->values[i], c->typlen));
+				total += MAXALIGN(weir_datum_size(c->values[i], c->typlen));
 		if (total == 0)
 			return;
 		off = reserve_for_copy(pkg, total);	/* the buffer may move */
@@ -170,7 +159,7 @@ append_column(WeirPackage *pkg, const WeirColumn *c)
 		for (int i = 0; i < c->n; i++)
 			if (!c->nulls[i])
 			{
-				Size		len = value_size(c->values[i], c->typlen);
+				Size		len = weir_datum_size(c->values[i], c->typlen);
 
 				memcpy(p, DatumGetPointer(c->values[i]), len);
 				memset(p + len, 0, MAXALIGN(len) - len);

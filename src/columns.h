@@ -41,6 +41,20 @@ extern void weir_column_grow(WeirColumn *c);
 extern Datum weir_column_array(WeirColumn *c);
 extern bytea *weir_make_bytea(const char *data, Size len);
 
+/*
+ * datumGetSize of a by-reference value, inline: a column of sink rows, or a
+ * join's buffered rows, have one per row.  Not for expanded objects.
+ */
+static inline Size
+weir_datum_size(Datum value, int16 typlen)
+{
+	if (typlen > 0)
+		return typlen;
+	if (typlen == -1)
+		return VARSIZE_ANY(DatumGetPointer(value));
+	return strlen(DatumGetCString(value)) + 1;
+}
+
 /* Add a value (inline: a join adds one per column of every pair). */
 static inline void
 weir_column_add(WeirColumn *c, Datum value, bool isnull)

@@ -109,29 +109,18 @@ self_contained(Datum value, bool isnull, int16 typlen)
 	return value;
 }
 
-/* Bytes of a by-reference value (datumGetSize); self_contained first. */
-static inline Size
-value_bytes(Datum value, int16 typlen)
-{
-	if (typlen > 0)
-		return typlen;
-	if (typlen == -1)
-		return VARSIZE_ANY(DatumGetPointer(value));
-	return strlen(DatumGetCString(value)) + 1;
-}
-
 static inline Size
 value_space(Datum value, bool isnull, bool byval, int16 typlen)
 {
 	if (isnull)
 		return sizeof(int);
-	return sizeof(int) + (byval ? sizeof(Datum) : value_bytes(value, typlen));
+	return sizeof(int) + (byval ? sizeof(Datum) : weir_datum_size(value, typlen));
 }
 
 static inline char *
 serialize_value(char *p, Datum value, bool isnull, bool byval, int16 typlen)
 {
-	int			header = isnull ? VALUE_NULL : byval ? VALUE_BY_VALUE : (int) value_bytes(value, typlen);
+	int			header = isnull ? VALUE_NULL : byval ? VALUE_BY_VALUE : (int) weir_datum_size(value, typlen);
 
 	memcpy(p, &header, sizeof(int));
 	p += sizeof(int);

@@ -175,7 +175,7 @@ value_sizes(WeirSide *side, Datum *values, bool *nulls, Size *sizes)
 		}
 		if (typlen == -1 && VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(values[i])))
 			values[i] = datumCopy(values[i], false, typlen);
-		sizes[i] = datumGetSize(values[i], false, typlen);
+		sizes[i] = weir_datum_size(values[i], typlen);
 		bytes += sizeof(uint64) + MAXALIGN(sizes[i]);
 	}
 	return bytes;

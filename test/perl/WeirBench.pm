@@ -32,7 +32,7 @@ our @EXPORT = qw(
   plan_crashes produce_with_crashes workers_in_turn
   checkpoint_each last_watermark checkpoint_sum restores_with_state
   compare_with_oracle check_pipeline_account
-  none_of check_crash_log);
+  none_of check_crash_log check_minute_sink);
 
 ########################################################################
 # Set-up
@@ -673,6 +673,35 @@ sub check_crash_log
 	}
 	none_of('no other process died abnormally', grep { !/terminated by signal 9/ } @signals);
 	none_of('no ERROR in the server log', grep { /\bERROR:/ } @log);
+	return;
+}
+
+########################################################################
+# A tumbling pipeline's sink against SQL
+########################################################################
+
+# The sink of a pipeline of 1-minute tumbling windows of count(*) AS n and
+# sum(v) AS total per k over topic `ev`: every window closed by $watermark
+# must be in it, as SQL's GROUP BY over the topic computes it, and nothing
+# else (EXCEPT ALL both ways).
+sub check_minute_sink
+{
+	my ($node, $sink, $watermark, $what) = @_;
+	my $origin = q{timestamptz '1970-01-01 00:00:00+00'};
+	my $diff   = $node->safe_psql(
+		'postgres', qq{
+WITH oracle AS (
+	SELECT k, date_bin('1 minute', ts, $origin) AS window_start,
+		   count(*) AS n, sum(v) AS total
+	  FROM ev GROUP BY 1, 2
+	HAVING date_bin('1 minute', ts, $origin) + interval '1 minute' <= '$watermark'),
+sink AS (SELECT k, window_start, n, total FROM $sink)
+SELECT (SELECT count(*) FROM (SELECT * FROM oracle EXCEPT ALL SELECT * FROM sink) a) || ' ' ||
+	   (SELECT count(*) FROM (SELECT * FROM sink EXCEPT ALL SELECT * FROM oracle) b) || ' ' ||
+	   (SELECT count(*) FROM oracle)});
+	my ($missing, $extra, $rows) = split / /, $diff;
+	cmp_ok($rows, '>', 0, "$what: the oracle has closed windows");
+	is("$missing $extra", '0 0', "$what: the sink of $sink equals the SQL GROUP BY ($rows rows)");
 	return;
 }
 
