@@ -65,7 +65,14 @@ if [ "${WEIR_BENCH_HUGE_PAGES:-0}" = 1 ]; then
 	HUGE_PAGES=on
 	echo "# huge_pages = on (WEIR_BENCH_HUGE_PAGES=1)"
 fi
+# WEIR_BENCH_READ_AHEAD=on|off: weir.read_ahead for every pipeline of the
+# run (unset: weir's default, off; bench/join.sh measures both anyway).
+READ_AHEAD_CONF=()
+if [ -n "${WEIR_BENCH_READ_AHEAD:-}" ]; then
+	READ_AHEAD_CONF=("weir.read_ahead = $WEIR_BENCH_READ_AHEAD")
+	echo "# weir.read_ahead = $WEIR_BENCH_READ_AHEAD (WEIR_BENCH_READ_AHEAD)"
+fi
 progress "starting a cluster in $DIR (port $PORT, huge_pages = $HUGE_PAGES)"
 weir_cluster_start "$DIR" "$PORT" \
 	"shared_buffers = 512MB" "max_wal_size = 8GB" "checkpoint_timeout = 1h" \
-	"autovacuum = off" "jit = off" "huge_pages = $HUGE_PAGES"
+	"autovacuum = off" "jit = off" "huge_pages = $HUGE_PAGES" ${READ_AHEAD_CONF[@]+"${READ_AHEAD_CONF[@]}"}

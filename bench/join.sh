@@ -23,7 +23,10 @@
 #       'l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS
 #       shipped_at', from the statement that creates (and starts) it until
 #       weir.checkpoint() returns with every record of both topics processed,
-#       the joined rows in the sink and checkpointed;
+#       the joined rows in the sink and checkpointed; as weir runs it by
+#       default (weir.read_ahead = auto: a read-ahead process reads the topics
+#       while the worker joins), and again with weir.read_ahead = off
+#       (join_in_worker: the worker reads them itself);
 #   (b) plain SQL, the incremental join over micro-batches: rounds of
 #       100,000 positions per partition of both topics (as the worker reads,
 #       a round of each); per round and partition p, the delta rule
@@ -232,16 +235,17 @@ sql_round() {
 declare -A RUN_RATE=()
 JOIN_EXCEPT=""
 JOIN_ROWS=""
-# weir_run RUN [restore|read_ahead]: one join over the whole backlog of
-# both topics (figure join); with read_ahead, with weir.read_ahead on for
-# its worker (figure join_read_ahead).
+# weir_run RUN [restore|in_worker]: one join over the whole backlog of
+# both topics, as weir runs it by default (figure join: weir.read_ahead
+# auto, so a read-ahead process reads the topics); with in_worker, with
+# weir.read_ahead off: the worker reads itself (figure join_in_worker).
 weir_run() {
 	local run=$1 name="jn_$1" kind=join out late dead got chunks chunk_bytes entries
 	local peak_windows peak_bytes samples
 
-	if [ "${2:-}" = read_ahead ]; then
-		kind=join_read_ahead name="jr_$1"
-		q "ALTER SYSTEM SET weir.read_ahead = on" >/dev/null
+	if [ "${2:-}" = in_worker ]; then
+		kind=join_in_worker name="jw_$1"
+		q "ALTER SYSTEM SET weir.read_ahead = off" >/dev/null
 		q "SELECT pg_reload_conf()" >/dev/null
 		sleep 0.2
 	fi
@@ -253,8 +257,8 @@ weir_run() {
 						right_key => 'order_id', left_time => 'ts', right_time => 'ts',
 						lower => '1 hour', upper => '0', columns => '$COLUMNS',
 						out_of_orderness => '$JITTER s', start => true) > 0" \
-		"p.records_out, p.records_late, p.records_dead" sample || { read_ahead_off; return 0; }
-	read_ahead_off
+		"p.records_out, p.records_late, p.records_dead" sample || { read_ahead_default; return 0; }
+	read_ahead_default
 	read -r out late dead <<<"$COUNTS"
 	read -r peak_windows _ peak_bytes samples <<<"$PEAK"
 	progress "  $out out, $late late, $dead dead; $WINDOWS key entries, $BYTES bytes (peak $peak_windows entries, $peak_bytes bytes; $samples samples)"
@@ -274,7 +278,7 @@ weir_run() {
 		progress "  sink checked: $(q "SELECT count(*) FROM $name") rows = expected"
 	fi
 	record "$kind" "$SECS"
-	if [ "$kind" = join_read_ahead ]; then
+	if [ "$kind" = join_in_worker ]; then
 		drop_pipeline "$name"
 		return 0
 	fi
@@ -298,20 +302,21 @@ weir_run() {
 	drop_pipeline "$name"
 }
 
-# weir.read_ahead back to its default (off) for the next runs
-read_ahead_off() {
+# weir.read_ahead back to its default (auto) for the next runs
+read_ahead_default() {
 	q "ALTER SYSTEM RESET weir.read_ahead" >/dev/null
 	q "SELECT pg_reload_conf()" >/dev/null
 }
 
 # Round after round, a run of each figure: the read limit, the SQL, weir
-# reading itself, weir with a read-ahead process (lib.sh, read_limit_run).
+# as by default (a read-ahead process), weir's worker reading itself (lib.sh,
+# read_limit_run).
 for ((run = 1; run <= RUNS; run++)); do
 	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
-	weir_run "$run" read_ahead
+	weir_run "$run" in_worker
 done
 
 # what the SQL left behind (its last round)
@@ -338,21 +343,23 @@ echo "events: $N events"
 echo "runs: $RUNS runs"
 echo "result_rows.expected: $EXPECTED rows"
 figure join
-figure join_read_ahead
+figure join_in_worker
 figure sql
 figure read_limit
 figure read_limit_heap_order
 worker_start_figure join
-worker_start_figure join_read_ahead
+worker_start_figure join_in_worker
 operator_figures join sql
-echo "# target: join >= 3x sql, with weir.read_ahead (a second process per pipeline reads and"
-echo "#  evaluates the topics while the worker applies; off by default: it takes a background worker)"
-if valid join_read_ahead; then
-	for other in sql join read_limit read_limit_heap_order; do
+echo "# without a read-ahead process (weir.read_ahead = off): the worker reads the topics itself"
+if valid join_in_worker; then
+	for other in sql read_limit read_limit_heap_order; do
 		if valid "$other"; then
-			ratio_lines join_read_ahead "$other"
+			ratio_lines join_in_worker "$other"
 		fi
 	done
+	if valid join; then
+		ratio_lines join join_in_worker
+	fi
 fi
 echo "# sanity: rows produced in the last run of each (weir: its sink, checked equal to"
 echo "#  records_out), and rows in which they differ from the join over the whole topics"

@@ -30,6 +30,7 @@ typedef struct WeirReadAheadRound
 
 extern PGDLLEXPORT void weir_read_ahead_main(Datum main_arg);
 
+extern bool weir_reads_ahead(WeirOperatorKind op);
 extern WeirReadAhead *weir_read_ahead_start(WeirWorker *w, int pipelines);
 extern int64 weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served,
 								   bool in_flight, WeirReadAheadRound *round);

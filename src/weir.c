@@ -42,7 +42,14 @@ int			weir_launcher_naptime = 1000;
 int			weir_retention_batch_size = 10000;
 int			weir_time_index_interval = 10000;
 bool		weir_checkpoint_writer = true;
-bool		weir_read_ahead = false;
+int			weir_read_ahead = WEIR_READ_AHEAD_AUTO;
+
+static const struct config_enum_entry read_ahead_options[] = {
+	{"off", WEIR_READ_AHEAD_OFF, false},
+	{"auto", WEIR_READ_AHEAD_AUTO, false},
+	{"on", WEIR_READ_AHEAD_ON, false},
+	{NULL, 0, false}
+};
 
 static void
 define_gucs(void)
@@ -119,11 +126,13 @@ define_gucs(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("weir.read_ahead",
-							 "Whether each pipeline reads and evaluates its sources in a second process while its worker applies what was read.",
+	DefineCustomEnumVariable("weir.read_ahead",
+							 "Whether pipelines read and evaluate their sources in a second process while their worker applies what was read.",
+							 "auto: deduplication, last value and join pipelines, whose worker is as a rule the busier process, not window aggregates and projections. "
 							 "It takes one more background worker per pipeline, when one is to spare. Read when a worker starts.",
 							 &weir_read_ahead,
-							 false,
+							 WEIR_READ_AHEAD_AUTO,
+							 read_ahead_options,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);

@@ -24,7 +24,14 @@ extern int	weir_launcher_naptime;		/* ms */
 extern int	weir_retention_batch_size;	/* rows per delete transaction */
 extern int	weir_time_index_interval;	/* ms between head samples */
 extern bool weir_checkpoint_writer;	/* checkpoints written by a second process */
-extern bool weir_read_ahead;	/* sources read by a second process */
+/* weir.read_ahead: whether sources are read by a second process */
+typedef enum WeirReadAheadMode
+{
+	WEIR_READ_AHEAD_OFF,
+	WEIR_READ_AHEAD_AUTO,		/* for the kinds whose worker is the busier process */
+	WEIR_READ_AHEAD_ON
+} WeirReadAheadMode;
+extern int	weir_read_ahead;
 
 extern void _PG_init(void);
 

@@ -10,6 +10,9 @@
 #   per_shop     a tumbling 1-minute window aggregate per shop over
 #                ev_unique: the second stage of a chain.
 #
+# With weir.read_ahead's default (auto) the two dedups read through
+# read-ahead processes, the window stage reads itself.
+#
 # Meanwhile a dedup worker is killed with kill -9 five times (the
 # postmaster reinitializes shared memory and every pipeline restores its
 # last checkpoint), three times at a random moment and twice as soon as the
