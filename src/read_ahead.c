@@ -6,8 +6,9 @@
  *
  * Reading topics (index, heap, deforming) and evaluating the user's
  * expressions is about a quarter of a join worker's time, while the second
- * core is mostly idle.  With weir.read_ahead on, a worker starts this
- * process once it has restored, handing it the positions it restored.  The
+ * core is mostly idle.  When its pipeline reads ahead (weir.read_ahead:
+ * weir_reads_ahead), a worker starts this process once it has restored,
+ * handing it the positions it restored.  The
  * process reads rounds exactly as the worker would (weir_worker_read_round:
  * the same bounds, snapshot, batches, subtransactions, dead letters) and
  * sends each evaluated partition group over a shm_mq; the worker applies
