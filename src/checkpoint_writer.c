@@ -206,22 +206,6 @@ weir_writer_start(WeirWorker *w, int pipelines)
 }
 
 /*
- * Whether the launcher wants background worker slots back: it could not
- * start a pipeline's worker, and workers come first.
- */
-bool
-weir_writer_should_yield(void)
-{
-	WeirShmem  *sh = weir_shmem();
-	bool		yield;
-
-	LWLockAcquire(sh->lock, LW_SHARED);
-	yield = sh->writers_yield;
-	LWLockRelease(sh->lock);
-	return yield;
-}
-
-/*
  * Let the writer go (none may be in flight): it exits once it sees the
  * queue detached, and its slot serves a pipeline's worker.  The worker
  * writes its checkpoints itself from now on.

@@ -33,7 +33,6 @@ extern void weir_writer_wait_for_predecessor(int32 pipeline_id);
 extern WeirWriterLink *weir_writer_start(WeirWorker *w, int pipelines);
 extern void weir_writer_send(WeirWriterLink *link, WeirPackage *pkg);
 extern WeirWriterState weir_writer_poll(WeirWriterLink *link, WeirCheckpointResult *res);
-extern bool weir_writer_should_yield(void);
 extern void weir_writer_stop(WeirWorker *w);
 
 #endif							/* WEIR_CHECKPOINT_WRITER_H */

@@ -399,14 +399,6 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	j->theirs = palloc(sizeof(Datum) * ncols);
 	j->their_nulls = palloc(sizeof(bool) * ncols);
 	j->own = palloc(sizeof(Datum) * ncols);
-	for (int side = 0; side < 2; side++)
-	{
-		WeirPlan   *sp = side_plan(j, side);
-
-		j->by_value[side] = true;
-		for (int i = 0; i < sp->ncolumns; i++)
-			j->by_value[side] &= sp->columns[i].typbyval;
-	}
 	j->pending_cxt = AllocSetContextCreate(cxt, "weir join pending rows",
 										   ALLOCSET_DEFAULT_SIZES);
 	j->column_types = palloc(sizeof(WeirColumn) * plan->nsinkcols);
@@ -468,9 +460,8 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 	j->watermark = watermark;
 	*matches = 0;
 	/* what the row keeps, and its pairs take, are its values (self_contained) */
-	if (!j->by_value[side])
-		for (int i = 0; i < plan->ncolumns; i++)
-			values[i] = self_contained(values[i], nulls[i], plan->columns[i].typlen);
+	for (int i = 0; i < plan->ncolumns; i++)
+		values[i] = self_contained(values[i], nulls[i], plan->columns[i].typlen);
 	entry = weir_keyed_enter(j->keys, key, keylen, keyhash, t + j->bound[side], &created);
 	if (!DsaPointerIsValid(entry))
 		return false;
@@ -505,18 +496,10 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 			s->t = t + j->bound[side];
 	}
 
-	/* buffer the row on its side (a side of by-value columns needs no lengths) */
-	if (j->by_value[side])
-	{
-		len = plan->ncolumns * (sizeof(int) + sizeof(Datum));
-		for (int i = 0; i < plan->ncolumns; i++)
-			if (nulls[i])
-				len -= sizeof(Datum);
-	}
-	else
-		for (int i = 0; i < plan->ncolumns; i++)
-			len += value_space(values[i], nulls[i], plan->columns[i].typbyval,
-							   plan->columns[i].typlen);
+	/* buffer the row on its side */
+	for (int i = 0; i < plan->ncolumns; i++)
+		len += value_space(values[i], nulls[i], plan->columns[i].typbyval,
+						   plan->columns[i].typlen);
 	dp = weir_row_arena_alloc(&j->arenas[side], row_size(len), &off);
 	if (!DsaPointerIsValid(dp))
 		return false;
@@ -528,13 +511,9 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 	{
 		char	   *p = row->values;
 
-		if (j->by_value[side])
-			for (int i = 0; i < plan->ncolumns; i++)
-				p = serialize_value(p, values[i], nulls[i], true, sizeof(Datum));
-		else
-			for (int i = 0; i < plan->ncolumns; i++)
-				p = serialize_value(p, values[i], nulls[i], plan->columns[i].typbyval,
-									plan->columns[i].typlen);
+		for (int i = 0; i < plan->ncolumns; i++)
+			p = serialize_value(p, values[i], nulls[i], plan->columns[i].typbyval,
+								plan->columns[i].typlen);
 	}
 	row->next = s->rows[side];
 	s->rows[side] = dp;

@@ -38,7 +38,6 @@ typedef struct WeirJoin
 	WeirRowArena arenas[2];		/* per side: the rows' memory (a side's rows
 								 * leave in about arrival order) */
 	int64		bound[2];		/* a row can match until t + bound[side] */
-	bool		by_value[2];	/* every column of the side is by value */
 	TimestampTz watermark;		/* as of the last apply or drain */
 
 	/* joined rows since the last checkpoint: the sink's next rows */

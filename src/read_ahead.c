@@ -190,16 +190,22 @@ put_row(StringInfo buf, WeirWorker *w, WeirEvalRow *r, Size *sizes)
 	Datum	   *values = &w->batch_values[r->args * w->batch_stride];
 	bool	   *nulls = &w->batch_nulls[r->args * w->batch_stride];
 	Size		bytes = sizeof(RowHead) + MAXALIGN(r->keylen);
+	size_t		elen = 0;
+	size_t		rlen = 0;
 	char	   *p;
 	char	   *start PG_USED_FOR_ASSERTS_ONLY;
 
 	if (r->kind == WEIR_ROW_OK)
 		bytes += value_sizes(side, values, nulls, sizes);
 	else if (r->kind == WEIR_ROW_DEAD)
-		bytes += MAXALIGN(strlen(r->error) + 1 + strlen(r->record) + 1);
+	{
+		elen = strlen(r->error) + 1;
+		rlen = strlen(r->record) + 1;
+		bytes += MAXALIGN(elen + rlen);
+	}
+	/* the padding after each part is left as it is: the worker never reads it */
 	enlargeStringInfo(buf, bytes);
 	start = p = buf->data + buf->len;
-	memset(p, 0, bytes);		/* padding: no stray bytes in messages */
 	{
 		RowHead		rh = {r->position, r->t, r->keyhash, r->keylen, (int32) r->kind, 0};
 
@@ -233,11 +239,9 @@ put_row(StringInfo buf, WeirWorker *w, WeirEvalRow *r, Size *sizes)
 	}
 	else if (r->kind == WEIR_ROW_DEAD)
 	{
-		size_t		elen = strlen(r->error) + 1;
-
 		memcpy(p, r->error, elen);
-		memcpy(p + elen, r->record, strlen(r->record) + 1);
-		p += MAXALIGN(elen + strlen(r->record) + 1);
+		memcpy(p + elen, r->record, rlen);
+		p += MAXALIGN(elen + rlen);
 	}
 	Assert(p - start == bytes);
 	buf->len += bytes;
@@ -656,9 +660,7 @@ weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served, bool in_flig
 			if (got == 0 && !in_flight && ra->caught_up && ra->tickets > served)
 				break;
 			/* a checkpoint asked for: a round that covers it, at once */
-			SpinLockAcquire(&w->slot->mutex);
-			requested = w->slot->checkpoint_requested;
-			SpinLockRelease(&w->slot->mutex);
+			requested = weir_worker_checkpoint_tickets(w);
 			if (requested > ra->tickets && requested > ra->woken_for)
 			{
 				SpinLockAcquire(&ra->shared->mutex);

@@ -277,3 +277,20 @@ weir_shmem_release_helper(bool *has_helper)
 	*has_helper = false;
 	LWLockRelease(weir_shmem()->lock);
 }
+
+/*
+ * Whether the launcher wants background worker slots back: it could not
+ * start a pipeline's worker, and workers come first.  Helpers (checkpoint
+ * writers, read-ahead processes) then give theirs back.
+ */
+bool
+weir_shmem_helpers_should_yield(void)
+{
+	WeirShmem  *sh = weir_shmem();
+	bool		yield;
+
+	LWLockAcquire(sh->lock, LW_SHARED);
+	yield = sh->writers_yield;
+	LWLockRelease(sh->lock);
+	return yield;
+}

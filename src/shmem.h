@@ -110,8 +110,9 @@ typedef struct WeirShmem
 	Size		slot_size;		/* bytes per slot, MAXALIGNed */
 	int			npipelines;		/* weir.max_pipelines */
 	bool		writers_yield;	/* the launcher could not start a worker:
-								 * checkpoint writers give their background
-								 * worker slots back (under lock) */
+								 * helpers (checkpoint writers, read-ahead
+								 * processes) give their background worker
+								 * slots back (under lock) */
 	WeirPipelineSlot *pipelines;	/* [npipelines], after the slots */
 	char		slots[FLEXIBLE_ARRAY_MEMBER];
 } WeirShmem;
@@ -123,6 +124,7 @@ extern void weir_shmem_wake_launcher(void);
 extern WeirPipelineSlot *weir_shmem_pipeline(int32 pipeline_id, bool claim);
 extern bool weir_shmem_reserve_helper(bool *has_helper, int pipelines);
 extern void weir_shmem_release_helper(bool *has_helper);
+extern bool weir_shmem_helpers_should_yield(void);
 extern void weir_shmem_checkpoint_committed(WeirPipelineSlot *slot, int64 checkpoint_id,
 											int64 served);
 

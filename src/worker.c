@@ -953,8 +953,8 @@ publish(WeirWorker *w, int64 lag)
 }
 
 /* Checkpoint tickets taken so far by weir.checkpoint() callers. */
-static int64
-checkpoint_tickets(WeirWorker *w)
+int64
+weir_worker_checkpoint_tickets(WeirWorker *w)
 {
 	int64		requested;
 
@@ -1109,11 +1109,14 @@ run(WeirWorker *w)
 
 		/* a commit or a failure of the writer is taken in first */
 		in_flight = writer_busy(w);
-		/* a pipeline without a worker needs the writer's slot more */
-		if (w->writer && !in_flight && weir_writer_should_yield())
-			weir_writer_stop(w);
-		if (w->read_ahead && weir_writer_should_yield())
-			weir_read_ahead_stop(w, "to leave its background worker slot to a pipeline's worker");
+		/* a pipeline without a worker needs its helpers' slots more */
+		if ((w->writer || w->read_ahead) && weir_shmem_helpers_should_yield())
+		{
+			if (w->writer && !in_flight)
+				weir_writer_stop(w);
+			if (w->read_ahead)
+				weir_read_ahead_stop(w, "to leave its background worker slot to a pipeline's worker");
+		}
 		now = weir_clock_now();
 		begin_round();
 		if (w->read_ahead)
@@ -1130,7 +1133,7 @@ run(WeirWorker *w)
 		else
 		{
 			/* tickets taken before this round's bounds are covered by it */
-			tickets = checkpoint_tickets(w);
+			tickets = weir_worker_checkpoint_tickets(w);
 			pgstat_report_activity(STATE_RUNNING, "weir: reading");
 			got = weir_worker_read_round(w, now, &lag, &caught_up, apply_group, NULL);
 		}
@@ -1281,7 +1284,7 @@ run(WeirWorker *w)
 		 * a read-ahead process, its round waited already)
 		 */
 		if (got == 0 && w->read_ahead == NULL &&
-			(checkpoint_tickets(w) == served || in_flight))
+			(weir_worker_checkpoint_tickets(w) == served || in_flight))
 		{
 			long		wait_ms = (w->next_checkpoint - weir_clock_now()) / 1000;
 

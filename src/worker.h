@@ -200,6 +200,7 @@ extern WeirWorker *weir_worker_setup_reading(int32 id);
 extern void weir_worker_evaluate_group(WeirWorker *w, Relation rel, int32 first, int n,
 									   const int64 *bounds, Snapshot snapshot);
 extern void weir_worker_apply_group(WeirWorker *w);
+extern int64 weir_worker_checkpoint_tickets(WeirWorker *w);
 extern int64 weir_worker_read_round(WeirWorker *w, TimestampTz now, int64 *lag,
 									bool *caught_up, WeirGroupDone done, void *arg);
 extern void weir_worker_begin_round(void);
