@@ -71,7 +71,10 @@
 #
 # Knobs: N (records, default 2000000), RUNS (default 3), RATE (records per
 # second of event time, default 1000), DUPS (percent repeats, default 25),
-# WEIR_PORT, TIMEOUT (seconds weir.checkpoint() may wait, default 600).
+# WEIR_PORT, TIMEOUT (seconds weir.checkpoint() may wait, default 600),
+# WEIR_BENCH_INSTALLED, BASELINE=<git rev> (the dedup figure of that build
+# too, run in the same rounds: baseline.dedup, ratio.dedup_vs_baseline;
+# bench/common.sh, bench/README.md).
 
 set -euo pipefail
 
@@ -85,7 +88,9 @@ HORIZON="1 minute"
 BACK=$((RATE * 30))	# a repeat copies an id from up to this many records back (30 s)
 TOPICS=(ev)
 
-# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh.
+# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh;
+# with BASELINE=<rev>, that build and its cluster too.
+BENCH_WITH_BASELINE=1
 # shellcheck source=bench/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh" dedup
 
@@ -96,7 +101,11 @@ SUMMARY="count(*) || ' ' || coalesce(sum(id), 0) || ' ' || coalesce(sum(amount),
 
 # --- data -----------------------------------------------------------------
 progress "loading $N records into topic ev (4 partitions): $RATE per second of event time, $DUPS% repeats"
-weir_psql -q >/dev/null <<EOF
+# into both clusters with BASELINE (lib.sh, bench_builds), the current one last
+for build in $(bench_builds); do
+	bench_use "$build"
+	[ -z "$BASELINE" ] || progress "  into the $build build's cluster"
+	weir_psql -q >/dev/null <<EOF
 SET client_min_messages = warning;
 CREATE EXTENSION weir;
 SELECT weir.create_topic('ev', 'id bigint, ts timestamptz, amount int', partitions => 4, key => 'id');
@@ -151,16 +160,16 @@ CREATE TABLE dedup_sink (id bigint, ts timestamptz, amount int);
 CREATE TABLE bench_state (kind text, run int, secs float8, windows bigint, state_bytes bigint,
 	peak_windows bigint, peak_windows_bytes bigint, peak_bytes bigint, chunks bigint, chunk_bytes bigint);
 EOF
-# (e) the read limit, and what the weir runs need
-create_bench_helpers
+	# (e) the read limit, and what the weir runs need
+	create_bench_helpers
 
-# (b) the alternative the issue names: a keyed table, ON CONFLICT DO
-# NOTHING.  It keeps every id forever: nothing ever leaves the table.
-# Returns the records kept.
-# insert_new_ids TABLE: the batch's records into a keyed table, ON CONFLICT
-# DO NOTHING, counting those kept (the body of (b) and (c))
-insert_new_ids() {
-	cat <<EOF
+	# (b) the alternative the issue names: a keyed table, ON CONFLICT DO
+	# NOTHING.  It keeps every id forever: nothing ever leaves the table.
+	# Returns the records kept.
+	# insert_new_ids TABLE: the batch's records into a keyed table, ON CONFLICT
+	# DO NOTHING, counting those kept (the body of (b) and (c))
+	insert_new_ids() {
+		cat <<EOF
 			INSERT INTO $1 (id, ts, amount)
 			SELECT id, ts, amount FROM ev
 			 WHERE part = p AND pos > a AND pos <= a + $BATCH
@@ -168,19 +177,19 @@ insert_new_ids() {
 			GET DIAGNOSTICS n = ROW_COUNT;
 			acc := acc + n;
 EOF
-}
-batch_function bench_sql < <(insert_new_ids dedup_sql)
+	}
+	batch_function bench_sql < <(insert_new_ids dedup_sql)
 
-# (c) the same with expiry: after each round of the partitions, the ids
-# whose (first) sighting is at least the horizon behind the watermark go.
-# Returns the records kept (inserted), deleted ones included.
-batch_function bench_sql_expiry --declare "expired timestamptz;" --round-end "
+	# (c) the same with expiry: after each round of the partitions, the ids
+	# whose (first) sighting is at least the horizon behind the watermark go.
+	# Returns the records kept (inserted), deleted ones included.
+	batch_function bench_sql_expiry --declare "expired timestamptz;" --round-end "
 		expired := bench_watermark(a) - interval '$HORIZON';
 		DELETE FROM dedup_sql_expiry WHERE ts <= expired;" < <(insert_new_ids dedup_sql_expiry)
 
-# (d) weir's output with bounded state: a keyed state table with expiry,
-# and the kept records into an insert-only sink without index
-batch_function bench_sql_sink --declare "expired timestamptz;" --round-end "
+	# (d) weir's output with bounded state: a keyed state table with expiry,
+	# and the kept records into an insert-only sink without index
+	batch_function bench_sql_sink --declare "expired timestamptz;" --round-end "
 		expired := bench_watermark(a) - interval '$HORIZON';
 		DELETE FROM dedup_state WHERE ts <= expired;" <<EOF
 			-- each record has its own ts, so (id, ts) finds a kept one's amount
@@ -195,6 +204,8 @@ batch_function bench_sql_sink --declare "expired timestamptz;" --round-end "
 			INSERT INTO dedup_sink (id, ts, amount)
 			SELECT k.id, k.ts, b.amount FROM kept k JOIN batch b USING (id, ts);
 EOF
+done
+baseline_check_data
 expect_equal "records loaded" "$(q 'SELECT count(*) FROM ev')" "$N"
 progress "partitions: $(partition_counts ev)"
 EXPECTED=$(q "SELECT $SUMMARY FROM bench_expected")
@@ -283,12 +294,15 @@ weir_run() {
 }
 
 # Round after round, a run of each figure: the read limit, the SQL, weir
-# (lib.sh, read_limit_run).
+# (lib.sh, read_limit_run); with BASELINE, weir on the baseline too, just
+# before or after (lib.sh, baseline_before).
 for ((run = 1; run <= RUNS; run++)); do
 	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
+	baseline_before weir_run "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
+	baseline_after weir_run "$run"
 done
 
 # what the SQL left behind (its last round)

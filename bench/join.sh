@@ -86,7 +86,9 @@
 # BATCH (positions per partition per SQL round, default 100000: smaller
 # rounds make the SQL scan the growing "so far" side more often),
 # WEIR_PORT, TIMEOUT (seconds weir.checkpoint() may wait, default 600),
-# WEIR_BENCH_INSTALLED (bench/common.sh).
+# WEIR_BENCH_INSTALLED (bench/common.sh), BASELINE=<git rev> (the join and
+# join_in_worker figures of that build too, run in the same rounds:
+# baseline.join, ratio.join_vs_baseline, ...; bench/README.md).
 
 set -euo pipefail
 
@@ -102,7 +104,9 @@ SHIPMENTS=$((N - ORDERS))	# one per order, and one more when N is odd
 COLUMNS="l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS shipped_at"
 TOPICS=(orders shipments)
 
-# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh.
+# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh;
+# with BASELINE=<rev>, that build and its cluster too.
+BENCH_WITH_BASELINE=1
 # shellcheck source=bench/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh" join
 
@@ -119,7 +123,11 @@ except_rows() {
 # --- data -----------------------------------------------------------------
 progress "loading $ORDERS orders ($RATE per second of event time, up to $JITTER s early) and"
 progress "  $SHIPMENTS shipments ($MISS% more than an hour after their order) into 4-partition topics"
-weir_psql -q >/dev/null <<EOF
+# into both clusters with BASELINE (lib.sh, bench_builds), the current one last
+for build in $(bench_builds); do
+	bench_use "$build"
+	[ -z "$BASELINE" ] || progress "  into the $build build's cluster"
+	weir_psql -q >/dev/null <<EOF
 SET client_min_messages = warning;
 CREATE EXTENSION weir;
 SELECT weir.create_topic('orders', 'order_id bigint, amount int, ts timestamptz',
@@ -164,13 +172,13 @@ CREATE TABLE join_sql (order_id bigint, amount int, ordered_at timestamptz,
 CREATE TABLE bench_state (kind text, run int, secs float8, windows bigint, state_bytes bigint,
 	peak_windows bigint, peak_bytes bigint, chunks bigint, chunk_bytes bigint);
 EOF
-# (c) the read limit, of both topics, and what the weir runs need
-create_bench_helpers
+	# (c) the read limit, of both topics, and what the weir runs need
+	create_bench_helpers
 
-# (b) the incremental join: per round and partition, new orders with the
-# shipments so far, old orders with the new shipments, each statement
-# planned for its positions.  Returns the rows produced.
-batch_function bench_sql --custom-plans <<EOF
+	# (b) the incremental join: per round and partition, new orders with the
+	# shipments so far, old orders with the new shipments, each statement
+	# planned for its positions.  Returns the rows produced.
+	batch_function bench_sql --custom-plans <<EOF
 			INSERT INTO join_sql (order_id, amount, ordered_at, carrier, shipped_at)
 			SELECT $COLUMNS
 			  FROM orders l JOIN shipments r
@@ -188,6 +196,8 @@ batch_function bench_sql --custom-plans <<EOF
 			GET DIAGNOSTICS n = ROW_COUNT;
 			acc := acc + n;
 EOF
+done
+baseline_check_data
 expect_equal "orders loaded" "$(q 'SELECT count(*) FROM orders')" "$ORDERS"
 expect_equal "shipments loaded" "$(q 'SELECT count(*) FROM shipments')" "$SHIPMENTS"
 # co-partitioned: an order's shipments are in the partition of its number
@@ -310,13 +320,18 @@ read_ahead_default() {
 
 # Round after round, a run of each figure: the read limit, the SQL, weir
 # as by default (a read-ahead process), weir's worker reading itself (lib.sh,
-# read_limit_run).
+# read_limit_run); with BASELINE, each weir run on the baseline too, just
+# before or after (lib.sh, baseline_before).
 for ((run = 1; run <= RUNS; run++)); do
 	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
+	baseline_before weir_run "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
+	baseline_after weir_run "$run"
+	baseline_before weir_run "$run" in_worker
 	weir_run "$run" in_worker
+	baseline_after weir_run "$run" in_worker
 done
 
 # what the SQL left behind (its last round)

@@ -64,7 +64,9 @@
 # 100000), RATE (records per second of event time, default 1000), JITTER
 # (seconds, default 5), BATCH (positions per partition per SQL statement,
 # default 100000), WEIR_PORT, TIMEOUT (seconds weir.checkpoint() may wait,
-# default 600), WEIR_BENCH_INSTALLED (bench/common.sh).
+# default 600), WEIR_BENCH_INSTALLED (bench/common.sh), BASELINE=<git rev>
+# (the last_value figure of that build too, run in the same rounds:
+# baseline.last_value, ratio.last_value_vs_baseline; bench/README.md).
 
 set -euo pipefail
 
@@ -77,7 +79,9 @@ TIMEOUT="${TIMEOUT:-600}"
 BATCH="${BATCH:-100000}"	# positions per partition per statement in (b) and (c)
 TOPICS=(readings)
 
-# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh.
+# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh;
+# with BASELINE=<rev>, that build and its cluster too.
+BENCH_WITH_BASELINE=1
 # shellcheck source=bench/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh" last_value
 
@@ -93,7 +97,11 @@ except_rows() {
 # --- data -----------------------------------------------------------------
 progress "loading $N records over $KEYS devices into topic readings (4 partitions):"
 progress "  $RATE per second of event time, each up to $JITTER s early"
-weir_psql -q >/dev/null <<EOF
+# into both clusters with BASELINE (lib.sh, bench_builds), the current one last
+for build in $(bench_builds); do
+	bench_use "$build"
+	[ -z "$BASELINE" ] || progress "  into the $build build's cluster"
+	weir_psql -q >/dev/null <<EOF
 SET client_min_messages = warning;
 CREATE EXTENSION weir;
 SELECT weir.create_topic('readings', 'device bigint, temp int, ts timestamptz',
@@ -121,14 +129,14 @@ CREATE TABLE lv_sql (device bigint PRIMARY KEY, temp int, ts timestamptz);
 CREATE TABLE bench_state (kind text, run int, secs float8, windows bigint, state_bytes bigint,
 	dropped bigint, chunks bigint, chunk_bytes bigint);
 EOF
-# (c) the read limit, and what the weir runs need
-create_bench_helpers
+	# (c) the read limit, and what the weir runs need
+	create_bench_helpers
 
-# (b) the alternative the issue names: per batch, the newest row of each
-# device in it, upserted when it is at least as new as the table's; each
-# statement planned for its positions.  Returns the rows written (inserted
-# or updated).
-batch_function bench_sql --custom-plans <<EOF
+	# (b) the alternative the issue names: per batch, the newest row of each
+	# device in it, upserted when it is at least as new as the table's; each
+	# statement planned for its positions.  Returns the rows written (inserted
+	# or updated).
+	batch_function bench_sql --custom-plans <<EOF
 			INSERT INTO lv_sql AS s (device, temp, ts)
 			SELECT DISTINCT ON (device) device, temp, ts FROM readings
 			 WHERE part = p AND pos > a AND pos <= a + $BATCH
@@ -138,6 +146,8 @@ batch_function bench_sql --custom-plans <<EOF
 			GET DIAGNOSTICS n = ROW_COUNT;
 			acc := acc + n;
 EOF
+done
+baseline_check_data
 expect_equal "records loaded" "$(q 'SELECT count(*) FROM readings')" "$N"
 progress "partitions: $(partition_counts readings)"
 DEVICES=$(q "SELECT count(*) FROM lv_expected")
@@ -225,12 +235,15 @@ weir_run() {
 }
 
 # Round after round, a run of each figure: the read limit, the SQL, weir
-# (lib.sh, read_limit_run).
+# (lib.sh, read_limit_run); with BASELINE, weir on the baseline too, just
+# before or after (lib.sh, baseline_before).
 for ((run = 1; run <= RUNS; run++)); do
 	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
+	baseline_before weir_run "$run"
 	weir_run "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
+	baseline_after weir_run "$run"
 done
 
 # what the SQL left behind (its last round)

@@ -549,10 +549,119 @@ restore_figures() {
 	echo "$1$2: $windows $3"
 }
 
-# finish: the problems, as comments after the figures; the exit status is 1
-# when a figure is invalid.
+# --- BASELINE: the pipelines on a second build ------------------------------------
+# common.sh builds the weir of BASELINE=<git rev> and starts a cluster for it;
+# bench_use current|baseline switches between the two clusters.  A script
+# loads its data into both, the current one last:
+#   for build in $(bench_builds); do bench_use "$build"; ...load...; done
+#   baseline_check_data
+# and in each round runs its pipelines on both back to back:
+#   baseline_before CMD ARG...; CMD ARG... [restore]; baseline_after CMD ARG...
+# Without BASELINE these run the current build only, as before.  The
+# read limit and the plain-SQL figures run on the current cluster only.
+
+# bench_builds: the builds to set up, the current one last (so that what a
+# set-up leaves in the script's variables is the current cluster's).
+bench_builds() {
+	if [ -n "$BASELINE" ]; then
+		echo baseline current
+	else
+		echo current
+	fi
+}
+
+# baseline_check_data: with BASELINE, both clusters' TOPICS must hold the same
+# rows (count and a sum of row hashes, part and pos included): the baseline's
+# runs are checked against what the script computed on the current cluster.
+baseline_check_data() {
+	local t sql="" current baseline
+	[ -n "$BASELINE" ] || return 0
+	for t in "${TOPICS[@]}"; do
+		sql+="${sql:+ || ' ' || }(SELECT '$t:' || count(*) || ':' || coalesce(sum(hashtextextended(x::text, 0)), 0) FROM $t x)"
+	done
+	current=$(q "SELECT $sql")
+	baseline=$(bench_use baseline && q "SELECT $sql")
+	expect_equal "the baseline cluster's topics (rows:hash)" "$baseline" "$current"
+	progress "baseline: same topics on both clusters ($current)"
+}
+
+declare -a BASELINE_KINDS=()
+# baseline_run CMD [ARG...]: CMD against the baseline's cluster, in a subshell,
+# so that nothing it sets (a script's per-run figures, RESTORE, AVAILABLE...)
+# reaches the current build's figures.  What it records (record, invalid,
+# problem) comes back as the figure baseline.NAME of this ROUND.  A CMD that
+# fails makes the figure `baseline` invalid (the script exits 1 at the end).
+baseline_run() {
+	local rc log="$BASELINE_TMP/figures.sh"
+	: >"$log"
+	set +e
+	(
+		set -e
+		bench_use baseline
+		progress() { echo "bench: [baseline] $*" >&2; }
+		record() { printf 'baseline_record %q %q\n' "$1" "$2" >>"$log"; }
+		invalid() { printf 'baseline_invalid %q %q\n' "$1" "$2" >>"$log"; }
+		problem() { printf 'baseline_problem %q\n' "$*" >>"$log"; }
+		"$@"
+	)
+	rc=$?
+	set -e
+	# shellcheck source=/dev/null
+	. "$log"
+	[ "$rc" = 0 ] || invalid baseline "round $ROUND: '$*' on the baseline failed (exit status $rc)"
+}
+baseline_kind() {
+	local k
+	for k in ${BASELINE_KINDS[@]+"${BASELINE_KINDS[@]}"}; do
+		[ "$k" != "$1" ] || return 0
+	done
+	BASELINE_KINDS+=("$1")
+}
+baseline_record() { baseline_kind "$1"; record "baseline.$1" "$2"; }
+baseline_invalid() { baseline_kind "$1"; invalid "baseline.$1" "$2"; }
+baseline_problem() { problem "baseline: $1"; }
+
+# baseline_before CMD [ARG...]: with BASELINE, CMD on the baseline
+# (baseline_run) in odd rounds, just before the current build's run of it;
+# baseline_after: in even rounds, just after it.  Each round pairs a run of
+# either build, the one going first alternating.
+baseline_before() {
+	if [ -n "$BASELINE" ] && ((ROUND % 2 == 1)); then
+		baseline_run "$@"
+	fi
+}
+baseline_after() {
+	if [ -n "$BASELINE" ] && ((ROUND % 2 == 0)); then
+		baseline_run "$@"
+	fi
+}
+
+# baseline_figures: with BASELINE, each pipeline figure X the baseline ran:
+# baseline.X (its best rate), ratio.X_vs_baseline (the median over the
+# rounds of X's rate / baseline.X's rate in the same round: > 1 when the
+# current build is faster) and ratio.X_vs_baseline.best (best / best).
+baseline_figures() {
+	local k
+	[ -n "$BASELINE" ] || return 0
+	echo "# baseline: BASELINE=$BASELINE ($BASELINE_DESC), each weir figure of the same rounds run on that"
+	echo "#  build too (its own cluster, back to back with the current build's run, the baseline first in"
+	echo "#  odd rounds); ratio.<X>_vs_baseline: median over the rounds of current / baseline rate in the"
+	echo "#  round (> 1: the current build is faster); .best: best / best"
+	echo "# target: ratio.<X>_vs_baseline >= 0.95"
+	for k in ${BASELINE_KINDS[@]+"${BASELINE_KINDS[@]}"}; do
+		figure "baseline.$k"
+		if valid "$k" && valid "baseline.$k"; then
+			echo "ratio.${k}_vs_baseline: $(paired_ratio "$k" "baseline.$k")"
+			echo "ratio.${k}_vs_baseline.best: $(ratio "${BEST[$k]}" "${BEST[baseline.$k]}")"
+		fi
+	done
+}
+
+# finish: the baseline's figures (with BASELINE), then the problems, as
+# comments after the figures; the exit status is 1 when a figure is invalid.
 finish() {
 	local p
+	baseline_figures
 	if [ "${#PROBLEMS[@]}" -gt 0 ]; then
 		echo "# problems:"
 		for p in "${PROBLEMS[@]}"; do

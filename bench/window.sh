@@ -60,7 +60,10 @@
 #
 # Knobs: N (events, default 2000000), RUNS (default 3), KEYS (default
 # 10000), WEIR_PORT, TIMEOUT (seconds weir.checkpoint() may wait, default 600),
-# SUSTAIN_SECS (default 20; 0 leaves (d) out).
+# SUSTAIN_SECS (default 20; 0 leaves (d) out), WEIR_BENCH_INSTALLED
+# (bench/common.sh), BASELINE=<git rev> (the (a) figures of that build too,
+# run in the same rounds: baseline.tumbling, ratio.tumbling_vs_baseline, ...;
+# not (d); bench/README.md).
 
 set -euo pipefail
 
@@ -73,14 +76,20 @@ BATCH=100000		# positions per partition per statement in (b) and (c)
 KINDS=(tumbling hopping session tumbling_inline)
 TOPICS=(ev)
 
-# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh.
+# Build, install, a throwaway cluster (DIR, PORT, progress()), bench/lib.sh;
+# with BASELINE=<rev>, that build and its cluster too.
+BENCH_WITH_BASELINE=1
 # shellcheck source=bench/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh" window
 
 # --- data -----------------------------------------------------------------
 progress "loading $N events over $KEYS keys into topic ev (4 partitions)"
 ORIGIN="timestamptz '1970-01-01 00:00:00+00'"
-weir_psql -q >/dev/null <<EOF
+# into both clusters with BASELINE (lib.sh, bench_builds), the current one last
+for build in $(bench_builds); do
+	bench_use "$build"
+	[ -z "$BASELINE" ] || progress "  into the $build build's cluster"
+	weir_psql -q >/dev/null <<EOF
 SET client_min_messages = warning;
 CREATE EXTENSION weir;
 SELECT weir.create_topic('ev', 'k bigint, v bigint, ts timestamptz', partitions => 4, key => 'k');
@@ -114,10 +123,10 @@ END \$\$;
 -- figures of every weir run, kept after dropping pipelines
 CREATE TABLE bench_state (kind text, run int, secs float8, windows bigint, state_bytes bigint);
 EOF
-# (c) the read limit, and what the weir runs need
-create_bench_helpers
+	# (c) the read limit, and what the weir runs need
+	create_bench_helpers
 
-batch_function bench_sql_tumbling <<EOF
+	batch_function bench_sql_tumbling <<EOF
 			INSERT INTO sql_tumbling AS s (k, window_start, window_end, n, total)
 			SELECT k, date_bin('1 minute', ts, $ORIGIN),
 				   date_bin('1 minute', ts, $ORIGIN) + interval '1 minute',
@@ -129,7 +138,7 @@ batch_function bench_sql_tumbling <<EOF
 				SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;
 EOF
 
-batch_function bench_sql_hopping <<EOF
+	batch_function bench_sql_hopping <<EOF
 			INSERT INTO sql_hopping AS s (k, window_start, window_end, n, total)
 			SELECT k, w.start, w.start + interval '5 minutes', count(*), sum(v)
 			  FROM ev
@@ -141,6 +150,8 @@ batch_function bench_sql_hopping <<EOF
 			ON CONFLICT (k, window_start) DO UPDATE
 				SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;
 EOF
+done
+baseline_check_data
 expect_equal "events loaded" "$(q 'SELECT count(*) FROM ev')" "$N"
 progress "partitions: $(partition_counts ev)"
 # The watermark once everything is read: the smallest partition maximum.
@@ -267,13 +278,23 @@ weir_run() {
 
 # Round after round, a run of each figure: the read limit, the SQL, weir
 # (lib.sh, read_limit_run); the oracle comes from the first round's SQL.
+# With BASELINE, each weir run on the baseline too, just before or after
+# (lib.sh, baseline_before), checked against the oracle of the current
+# cluster, where the SQL ran (the same topic on both: baseline_check_data).
 for ((run = 1; run <= RUNS; run++)); do
 	ROUND=$run
 	read_limit_run "$run"
 	sql_round "$run"
+	if [ -n "$BASELINE" ] && [ "$run" = 1 ]; then
+		for kind in "${KINDS[@]}"; do
+			ORACLE[$kind]=$(oracle "$kind")
+		done
+	fi
 	for kind in "${KINDS[@]}"; do
 		[ "${AVAILABLE[$kind]:-ok}" = ok ] || continue
+		baseline_before weir_run "$kind" "$run"
 		weir_run "$kind" "$run" "$([ "$run" = "$RUNS" ] && echo restore)"
+		baseline_after weir_run "$kind" "$run"
 	done
 done
 
