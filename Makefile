@@ -17,6 +17,8 @@ OBJS = \
 	src/launcher.o \
 	src/retention.o \
 	src/definition.o \
+	src/definition_parse.o \
+	src/definition_store.o src/write_target.o \
 	src/aggregate.o \
 	src/window.o \
 	src/catalog_pipeline.o \

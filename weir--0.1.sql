@@ -67,7 +67,7 @@ COMMENT ON FUNCTION weir.create_topic(text, text, integer, text, interval) IS
 
 CREATE FUNCTION weir.drop_topic(topic regclass)
 RETURNS void
-	LANGUAGE C STRICT VOLATILE
+	LANGUAGE C VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_drop_topic';
 COMMENT ON FUNCTION weir.drop_topic(regclass) IS
 	'drop a topic, its table, its consumers and its time index';
@@ -100,7 +100,7 @@ COMMENT ON FUNCTION weir.read(anyelement, integer, bigint, integer) IS
 
 CREATE FUNCTION weir.stable_position(topic regclass, partition integer)
 RETURNS bigint
-	LANGUAGE C STRICT VOLATILE
+	LANGUAGE C VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_stable_position';
 COMMENT ON FUNCTION weir.stable_position(regclass, integer) IS
 	'last position of a partition that is safe to read; statements that start later see every committed row up to it';
@@ -128,7 +128,7 @@ COMMENT ON FUNCTION weir.seek(regclass, text, integer, bigint) IS
 
 CREATE FUNCTION weir.drop_consumer(topic regclass, consumer text)
 RETURNS boolean
-	LANGUAGE C STRICT VOLATILE
+	LANGUAGE C VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_drop_consumer';
 COMMENT ON FUNCTION weir.drop_consumer(regclass, text) IS
 	'forget a consumer and its positions; true if it existed';
@@ -205,13 +205,20 @@ GRANT SELECT ON weir.topics, weir.topic_partitions, weir.topic_consumers TO PUBL
 
 ------------------------------------------------------------------------------
 -- Dropping a topic table by any route (weir.drop_topic, DROP TABLE, DROP
--- SCHEMA ... CASCADE) forgets the topic; tables that pipelines read or write
--- cannot be dropped while the pipelines exist.
+-- SCHEMA ... CASCADE) forgets the topic.  A pipeline's definition (a view in
+-- weir_pipelines) depends on the tables it reads and writes, so those cannot
+-- be dropped while it exists, except with CASCADE, which drops the pipeline;
+-- DROP OWNED drops a role's pipelines the same way.  The trigger fires
+-- ALWAYS: also under session_replication_role = replica.
 ------------------------------------------------------------------------------
 
 CREATE FUNCTION weir._forget_topic(topic_relid oid) RETURNS void
 	LANGUAGE C STRICT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_forget_topic';
+
+CREATE FUNCTION weir._forget_definition(definition oid) RETURNS void
+	LANGUAGE C STRICT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_forget_definition';
 
 CREATE FUNCTION weir._on_sql_drop() RETURNS event_trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
@@ -219,6 +226,14 @@ AS $$
 DECLARE
 	dropped oid;
 BEGIN
+	-- pipelines first: a table they used may be among the dropped objects
+	FOR dropped IN
+		SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+		 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+		   AND d.object_type = 'view' AND d.schema_name = 'weir_pipelines'
+	LOOP
+		PERFORM weir._forget_definition(dropped);
+	END LOOP;
 	FOR dropped IN
 		SELECT d.objid FROM pg_event_trigger_dropped_objects() d
 		 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
@@ -231,7 +246,9 @@ $$;
 
 CREATE EVENT TRIGGER weir_forget_dropped_topics ON sql_drop
 	EXECUTE FUNCTION weir._on_sql_drop();
+ALTER EVENT TRIGGER weir_forget_dropped_topics ENABLE ALWAYS;
 
+REVOKE ALL ON FUNCTION weir._forget_definition(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION weir._forget_topic(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION weir._check_preloaded() FROM PUBLIC;
 
@@ -239,24 +256,32 @@ REVOKE ALL ON FUNCTION weir._check_preloaded() FROM PUBLIC;
 -- Pipelines
 ------------------------------------------------------------------------------
 
+-- Each pipeline's definition, bound at creation, is a view here, named
+-- after the pipeline and owned by its owner (definition_store.c).  Only
+-- weir creates objects in this schema.
+CREATE SCHEMA weir_pipelines;
+GRANT USAGE ON SCHEMA weir_pipelines TO PUBLIC;
+COMMENT ON SCHEMA weir_pipelines IS
+	'the definitions of weir''s pipelines, one view each, owned by the pipeline''s owner';
+
 CREATE TYPE weir.windowing AS (kind text, size interval, slide interval, gap interval);
 COMMENT ON TYPE weir.windowing IS
 	'a window specification; build it with weir.tumbling(), weir.hopping() or weir.session()';
 
 CREATE FUNCTION weir.tumbling(size interval) RETURNS weir.windowing
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	LANGUAGE C IMMUTABLE PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'weir_tumbling';
 COMMENT ON FUNCTION weir.tumbling(interval) IS
 	'windows of a fixed size, one after the other, aligned to 1970-01-01';
 
 CREATE FUNCTION weir.hopping(size interval, slide interval) RETURNS weir.windowing
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	LANGUAGE C IMMUTABLE PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'weir_hopping';
 COMMENT ON FUNCTION weir.hopping(interval, interval) IS
 	'windows of a fixed size starting every slide, aligned to 1970-01-01';
 
 CREATE FUNCTION weir.session(gap interval) RETURNS weir.windowing
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	LANGUAGE C IMMUTABLE PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'weir_session';
 COMMENT ON FUNCTION weir.session(interval) IS
 	'windows per key that close after a gap without records';
@@ -264,10 +289,16 @@ COMMENT ON FUNCTION weir.session(interval) IS
 CREATE TABLE weir.pipeline (
 	id					integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	name				text NOT NULL UNIQUE,
-	owner				oid NOT NULL,
+	-- the bound definition: view weir_pipelines.<name>, whose owner is the
+	-- pipeline's owner; its items' sink-facing names, and how many are keys
+	definition			oid NOT NULL UNIQUE,
+	names				text[] NOT NULL,
+	nkeys				integer NOT NULL CHECK (nkeys >= 0),
 	source				oid NOT NULL,			-- topic relid
 	operator			text NOT NULL DEFAULT 'window'
 						CHECK (operator IN ('window', 'dedup', 'last_value', 'projection', 'join')),
+	-- the definition's text as given at creation, for display only: the
+	-- pipeline runs its bound definition
 	key					text,					-- dedup: the id; projection: none
 	event_time			text,					-- projection: none
 	windowing			weir.windowing,			-- window
@@ -290,7 +321,6 @@ CREATE TABLE weir.pipeline (
 	late_records		oid,
 	checkpoint_interval	interval NOT NULL,
 	max_state_memory	bigint NOT NULL,		-- bytes
-	search_path			text NOT NULL,			-- the creator's, for the worker
 	enabled				boolean NOT NULL,
 	status				text NOT NULL DEFAULT 'stopped',
 	last_error			text,
@@ -474,13 +504,13 @@ COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text,
 	'define an interval join of two topics: rows with equal keys and l.t BETWEEN r.t - lower AND r.t + upper, inner or left outer; returns the pipeline id';
 
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
-	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
 CREATE FUNCTION weir.stop(pipeline text) RETURNS void
-	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_stop';
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_stop';
 CREATE FUNCTION weir.drop_pipeline(pipeline text) RETURNS void
-	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_drop_pipeline';
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_drop_pipeline';
 CREATE FUNCTION weir.checkpoint(pipeline text, timeout interval DEFAULT '60 s') RETURNS bigint
-	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_checkpoint';
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_checkpoint';
 COMMENT ON FUNCTION weir.checkpoint(text, interval) IS
 	'have a running pipeline take a checkpoint now and wait for it; returns its id';
 
@@ -505,7 +535,7 @@ RETURNS SETOF record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_pipeline_state';
 
 CREATE VIEW weir.pipelines AS
-	SELECT p.name, p.owner::regrole AS owner, p.source::regclass AS source,
+	SELECT p.name, d.relowner::regrole AS owner, p.source::regclass AS source,
 		   p.sink::regclass AS sink, p.right_source::regclass AS right_source,
 		   CASE WHEN s.worker_pid IS NOT NULL THEN 'running'
 				WHEN p.enabled AND p.status IN ('failed', 'out_of_memory') THEN p.status
@@ -544,8 +574,10 @@ CREATE VIEW weir.pipelines AS
 					(SELECT max(c.id) FROM weir.checkpoints c WHERE c.pipeline_id = p.id)) AS last_checkpoint,
 		   coalesce(s.checkpoint_at,
 					(SELECT max(c.committed_at) FROM weir.checkpoints c WHERE c.pipeline_id = p.id)) AS last_checkpoint_at,
-		   p.last_error
+		   p.last_error,
+		   p.definition::regclass AS definition
 	  FROM weir.pipeline p
+	  JOIN pg_catalog.pg_class d ON d.oid = p.definition
 	  LEFT JOIN weir._pipeline_state() s ON s.pipeline_id = p.id;
 COMMENT ON VIEW weir.pipelines IS
 	'one row per pipeline: status, worker, positions, lag, watermark, record counts, state size, last checkpoint, last error';
@@ -584,7 +616,7 @@ CREATE FUNCTION weir.live_state(
 	OUT fired boolean,
 	OUT aggregates jsonb)
 RETURNS SETOF record
-	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_live_state';
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_live_state';
 COMMENT ON FUNCTION weir.live_state(text) IS
 	'the open windows of a running pipeline, read from its shared memory (may be ahead of the last checkpoint)';
 
@@ -596,7 +628,7 @@ CREATE FUNCTION weir.committed_state(
 	OUT fired boolean,
 	OUT aggregates jsonb)
 RETURNS SETOF record
-	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_committed_state';
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_committed_state';
 COMMENT ON FUNCTION weir.committed_state(text) IS
 	'the open windows of a window pipeline as of its last checkpoint, read from its chunks';
 
@@ -605,7 +637,11 @@ COMMENT ON FUNCTION weir.committed_state(text) IS
 ALTER TABLE weir.dead_letters ENABLE ROW LEVEL SECURITY;
 ALTER TABLE weir.pipeline_chunk ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON weir.pipeline_chunk FOR SELECT
-	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
+	USING (pg_has_role((SELECT d.relowner FROM weir.pipeline p
+						  JOIN pg_catalog.pg_class d ON d.oid = p.definition
+						 WHERE p.id = pipeline_id), 'USAGE'));
 CREATE POLICY owner_reads ON weir.dead_letters FOR SELECT
-	USING (pg_has_role((SELECT p.owner FROM weir.pipeline p WHERE p.id = pipeline_id), 'USAGE'));
+	USING (pg_has_role((SELECT d.relowner FROM weir.pipeline p
+						  JOIN pg_catalog.pg_class d ON d.oid = p.definition
+						 WHERE p.id = pipeline_id), 'USAGE'));
 GRANT SELECT ON weir.dead_letters, weir.pipeline_chunk TO PUBLIC;

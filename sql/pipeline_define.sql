@@ -304,7 +304,8 @@ SELECT weir.session('-1 s');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.session('1 mon');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.tumbling(NULL) IS NULL AS is_null;
+SELECT weir.tumbling(NULL);
+\echo :LAST_ERROR_SQLSTATE
 -- a hand-made windowing value is checked as the constructors check theirs
 SELECT weir.create_pipeline('bad', 'clicks', key => 'user_id', event_time => 'at',
                             windowing => ROW('tumbling', '1 month', '1 month', NULL)::weir.windowing,
@@ -451,7 +452,7 @@ SELECT weir.create_pipeline('undone', 'clicks', key => 'user_id', event_time => 
                             windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n',
                             late_records => 'undone_late') > 0 AS created;
 SELECT name, status FROM weir.pipelines WHERE name = 'undone';
-SELECT relname FROM pg_class WHERE relname IN ('undone', 'undone_late') ORDER BY 1;
+SELECT relnamespace::regnamespace AS schema, relname FROM pg_class WHERE relname IN ('undone', 'undone_late') ORDER BY 1, 2;
 ROLLBACK;
 SELECT count(*) FROM weir.pipeline WHERE name = 'undone';
 SELECT count(*) FROM pg_class WHERE relname IN ('undone', 'undone_late');
@@ -495,7 +496,8 @@ SELECT weir.drop_pipeline('no_such');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.checkpoint('no_such');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.start(NULL) IS NULL AS strict;
+SELECT weir.start(NULL);
+\echo :LAST_ERROR_SQLSTATE
 -- a stopped pipeline has no live state; its checkpoint's is committed_state
 SELECT * FROM weir.live_state('per_user');
 SELECT * FROM weir.committed_state('per_user');

@@ -26,6 +26,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -39,9 +40,28 @@
 #include "topic.h"
 
 /*
- * Run catalog SQL as the owner of the weir schema with a pinned search_path,
- * inside SPI.  Pair with weir_catalog_privileged_end.
+ * Run SQL inside SPI as `role`, in a security-restricted operation (no
+ * SET ROLE, no temporary objects, no deferred work of the role's own) with
+ * search_path pinned to pg_catalog, pg_temp: what runs is what the SQL
+ * names, as autovacuum runs index functions.  Pair with
+ * weir_catalog_privileged_end.
  */
+void
+weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role)
+{
+	GetUserIdAndSecContext(&p->save_userid, &p->save_sec_context);
+	SetUserIdAndSecContext(role, p->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	p->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/* Catalog SQL: as the owner of the weir schema (see weir_catalog_as_role_begin). */
 void
 weir_catalog_privileged_begin(WeirCatalogPrivilege *p)
 {
@@ -54,17 +74,7 @@ weir_catalog_privileged_begin(WeirCatalogPrivilege *p)
 		elog(ERROR, "cache lookup failed for namespace %u", nspid);
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
-
-	GetUserIdAndSecContext(&p->save_userid, &p->save_sec_context);
-	SetUserIdAndSecContext(owner, p->save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	p->save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	weir_catalog_as_role_begin(p, owner);
 }
 
 void
@@ -316,7 +326,11 @@ weir_catalog_drop_table(Oid relid)
 	SPI_finish();
 }
 
-/* Committed rows per partition of a topic, as a palloc'd array. */
+/*
+ * Committed rows per partition of a topic, as a palloc'd array, counted as
+ * the current user (who may read the topic; policies that apply to them
+ * apply here).
+ */
 int64 *
 weir_catalog_count_rows(Oid relid, int32 partitions)
 {
@@ -330,7 +344,7 @@ weir_catalog_count_rows(Oid relid, int32 partitions)
 	appendStringInfo(&sql, "SELECT part, count(*) FROM %s GROUP BY part",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 												get_rel_name(relid)));
-	weir_catalog_privileged_begin(&p);
+	weir_catalog_as_role_begin(&p, GetUserId());
 	weir_catalog_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -543,9 +557,24 @@ weir_catalog_forget_samples(int32 topic_id, int32 part, int64 upto_position)
 	weir_catalog_privileged_end(&p);
 }
 
+static Oid
+relation_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
 /*
- * Retention's delete of the rows from_position..to_position of a partition;
- * the append-only trigger lets it through while weir_topic_trimming is set.
+ * Retention's delete of the rows from_position..to_position of a partition,
+ * as the topic's owner (what a trigger or rule of theirs runs has their
+ * rights, not the launcher's); the append-only trigger lets it through
+ * while weir_topic_trimming is set.
  */
 int64
 weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
@@ -565,7 +594,7 @@ weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
 	values[1] = Int64GetDatum(from_position);
 	values[2] = Int64GetDatum(to_position);
 
-	weir_catalog_privileged_begin(&p);
+	weir_catalog_as_role_begin(&p, relation_owner(relid));
 	weir_topic_trimming = true;
 	PG_TRY();
 	{

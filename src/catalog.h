@@ -35,6 +35,7 @@ typedef struct WeirCatalogPrivilege
 } WeirCatalogPrivilege;
 
 extern void weir_catalog_privileged_begin(WeirCatalogPrivilege *p);
+extern void weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role);
 extern void weir_catalog_privileged_end(WeirCatalogPrivilege *p);
 extern void weir_catalog_exec(const char *sql, int nargs, Oid *types,
 							  Datum *values, const char *nulls, int expect);

@@ -20,8 +20,10 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -30,12 +32,14 @@
 #include "catalog.h"
 #include "catalog_pipeline.h"
 
+/* the owner is the owner of the definition (definition_store.c) */
 #define PIPELINE_COLUMNS \
-	"id, name, owner, source, key, event_time, windowing, aggregates, filter, " \
+	"id, name, coalesce((SELECT c.relowner FROM pg_catalog.pg_class c " \
+	"WHERE c.oid = definition), 0), source, key, event_time, windowing, aggregates, filter, " \
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
-	"checkpoint_interval, max_state_memory, search_path, enabled, created_at, " \
+	"checkpoint_interval, max_state_memory, definition, enabled, created_at, " \
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
-	"join_lower, join_upper, join_kind, status"
+	"join_lower, join_upper, join_kind, status, names, nkeys"
 
 static char *
 get_text(int col, MemoryContext cxt)
@@ -82,7 +86,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->late_records = isnull ? InvalidOid : DatumGetObjectId(d);
 	row->checkpoint_interval = *DatumGetIntervalP(get_datum(16, &isnull));
 	row->max_state_memory = DatumGetInt64(get_datum(17, &isnull));
-	row->search_path = get_text(18, cxt);
+	row->definition = DatumGetObjectId(get_datum(18, &isnull));
 	row->enabled = DatumGetBool(get_datum(19, &isnull));
 	row->created_at = DatumGetTimestampTz(get_datum(20, &isnull));
 	row->operator = get_text(21, cxt);
@@ -107,6 +111,23 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 		row->join_upper = *DatumGetIntervalP(d);
 	row->join_kind = get_text(30, cxt);
 	row->status = get_text(31, cxt);
+	row->names = NIL;
+	d = get_datum(32, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *elemnulls;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &elemnulls, &nelems);
+		oldcxt = MemoryContextSwitchTo(cxt);
+		for (int i = 0; i < nelems; i++)
+			row->names = lappend(row->names,
+								 makeString(elemnulls[i] ? pstrdup("") : TextDatumGetCString(elems[i])));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	row->nkeys = DatumGetInt32(get_datum(33, &isnull));
 }
 
 static bool
@@ -142,18 +163,23 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[28] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[30] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
-		OIDOID, INTERVALOID, INT8OID, TEXTOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
-	INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID};
-	Datum		values[28];
-	char		nulls[28];
+		OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
+	INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID};
+	Datum		values[30];
+	char		nulls[30];
+	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(row->names), 1));
+	ListCell   *lc;
+	int			n = 0;
 	bool		isnull;
 	int32		id;
 
 	memset(nulls, ' ', sizeof(nulls));
+	foreach(lc, row->names)
+		names[n++] = CStringGetTextDatum(strVal(lfirst(lc)));
 	values[0] = CStringGetTextDatum(row->name);
-	values[1] = ObjectIdGetDatum(row->owner);
+	values[1] = ObjectIdGetDatum(row->definition);
 	values[2] = ObjectIdGetDatum(row->source);
 	if (row->key)
 		values[3] = CStringGetTextDatum(row->key);
@@ -188,7 +214,7 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 		nulls[13] = 'n';
 	values[14] = IntervalPGetDatum(&row->checkpoint_interval);
 	values[15] = Int64GetDatum(row->max_state_memory);
-	values[16] = CStringGetTextDatum(row->search_path);
+	values[16] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
 	values[17] = BoolGetDatum(row->enabled);
 	values[18] = CStringGetTextDatum(row->operator);
 	if (row->has_horizon)
@@ -214,20 +240,22 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	}
 	else
 		memset(nulls + 22, 'n', 6);
+	values[28] = Int32GetDatum(row->nkeys);
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
 													CStringGetDatum("weir.windowing")));
-	weir_catalog_exec("INSERT INTO weir.pipeline (name, owner, source, key, event_time, "
+	weir_catalog_exec("INSERT INTO weir.pipeline (name, definition, source, key, event_time, "
 					  "windowing, aggregates, filter, out_of_orderness, allowed_lateness, "
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
-					  "max_state_memory, search_path, enabled, operator, horizon, columns, ttl, "
-					  "right_source, right_key, right_event_time, join_lower, join_upper, join_kind, status) "
+					  "max_state_memory, names, enabled, operator, horizon, columns, ttl, "
+					  "right_source, right_key, right_event_time, join_lower, join_upper, join_kind, "
+					  "nkeys, status) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
-					  "CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
+					  "$29, CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
 					  "RETURNING id",
-					  28, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  29, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;
@@ -285,6 +313,26 @@ weir_catalog_pipeline_delete(int32 id)
 	weir_catalog_privileged_end(&p);
 }
 
+/*
+ * Delete the pipeline whose definition is view `definition` (its view was
+ * dropped: DROP OWNED, DROP ... CASCADE); whether there was one.
+ */
+bool
+weir_catalog_pipeline_delete_by_definition(Oid definition)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = OIDOID;
+	Datum		value = ObjectIdGetDatum(definition);
+	bool		deleted;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.pipeline WHERE definition = $1", 1, &type, &value,
+					  NULL, SPI_OK_DELETE);
+	deleted = SPI_processed > 0;
+	weir_catalog_privileged_end(&p);
+	return deleted;
+}
+
 /* max_state_memory < 0 or checkpoint_interval NULL: unchanged */
 void
 weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
@@ -313,7 +361,9 @@ weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 
 /*
  * Late records into the pipeline's late-records table, copied from the topic
- * by position, as the current user (the pipeline's owner).
+ * by position, as the current user (the pipeline's owner).  The columns are
+ * named: each of the source's, then watermark and received_at
+ * (write_target.c checked that the table has them, with their types).
  */
 void
 weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions,
@@ -323,15 +373,32 @@ weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions
 												  get_rel_name(late_table));
 	char	   *source_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
 														 get_rel_name(source));
-	char	   *sql = psprintf("INSERT INTO %s SELECT t.*, $3, now() FROM %s t "
-							   "JOIN unnest($1, $2) AS l(part, pos) ON t.part = l.part AND t.pos = l.pos",
-							   name, source_name);
+	Relation	rel = table_open(source, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData into;
+	StringInfoData from;
 	Oid			types[3] = {INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
 	Datum		values[3] = {parts, positions, watermark};
 
+	initStringInfo(&into);
+	initStringInfo(&from);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&into, "%s, ", quote_identifier(NameStr(att->attname)));
+		appendStringInfo(&from, "t.%s, ", quote_identifier(NameStr(att->attname)));
+	}
+	table_close(rel, AccessShareLock);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	weir_catalog_exec(sql, 3, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_exec(psprintf("INSERT INTO %s (%swatermark, received_at) "
+							   "SELECT %s$3, now() FROM %s t "
+							   "JOIN unnest($1, $2) AS l(part, pos) ON t.part = l.part AND t.pos = l.pos",
+							   name, into.data, from.data, source_name),
+					  3, types, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
 }
 

@@ -23,7 +23,10 @@ typedef struct WeirPipelineRow
 {
 	int32		id;
 	char	   *name;
-	Oid			owner;
+	Oid			owner;			/* the definition's owner */
+	Oid			definition;		/* view weir_pipelines.<name> */
+	List	   *names;			/* String per item of the definition */
+	int			nkeys;			/* key items of the definition (per side) */
 	Oid			source;
 	char	   *key;			/* NULL for a projection */
 	char	   *event_time;		/* NULL for a projection */
@@ -39,7 +42,6 @@ typedef struct WeirPipelineRow
 	Oid			late_records;	/* InvalidOid: none */
 	Interval	checkpoint_interval;
 	int64		max_state_memory;	/* bytes */
-	char	   *search_path;
 	bool		enabled;
 	TimestampTz created_at;		/* tells apart pipelines that reuse an id */
 	char	   *operator;		/* "window", "dedup", "last_value", "projection" */
@@ -64,6 +66,7 @@ extern void weir_catalog_pipeline_set_enabled(int32 id, bool enabled);
 extern void weir_catalog_pipeline_set_status(int32 id, const char *status,
 											 const char *error, bool disable);
 extern void weir_catalog_pipeline_delete(int32 id);
+extern bool weir_catalog_pipeline_delete_by_definition(Oid definition);
 extern void weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 										Interval *checkpoint_interval);
 extern void weir_catalog_write_late(Oid late_table, Oid source, Datum parts,
@@ -97,6 +100,7 @@ extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
 
 /* pipeline.c */
 extern WeirPlan *weir_pipeline_plan(WeirPipelineRow *row);
+extern WeirOperatorKind weir_pipeline_operator(WeirPipelineRow *row);
 extern void weir_pipeline_act_as_owner(WeirPipelineRow *row);
 
 #endif							/* WEIR_CATALOG_PIPELINE_H */

@@ -31,6 +31,7 @@
 #include "partition.h"
 #include "reader.h"
 #include "topic.h"
+#include "weir.h"
 
 static char *
 consumer_name(FunctionCallInfo fcinfo, int argno)
@@ -186,12 +187,15 @@ PG_FUNCTION_INFO_V1(weir_drop_consumer);
 Datum
 weir_drop_consumer(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *consumer = consumer_name(fcinfo, 1);
+	Oid			relid;
+	char	   *consumer;
 	Relation	rel;
 	WeirTopic  *topic;
 	bool		found;
 
+	weir_require_arg(fcinfo, 0, "topic");
+	relid = PG_GETARG_OID(0);
+	consumer = consumer_name(fcinfo, 1);
 	rel = table_open(relid, AccessShareLock);
 	weir_reader_check_access(rel);
 	topic = weir_topic_get(rel);

@@ -1,21 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * definition.c
- *	  Parsing and type-checking a pipeline definition against its source.
+ *	  From a pipeline's bound definition (definition_parse.c, stored as a
+ *	  view by definition_store.c) to the plan that runs it: keys, event
+ *	  time, filter, aggregates, columns, and the sink's columns.
  *
- * Keys, the event time, the filter and the aggregates are SQL text.  Each is
- * parsed by PostgreSQL's own parser and analyzer as part of a query
- *	  SELECT <text> FROM ONLY <source> [WHERE <filter>]
- * so names resolve against the source's columns, types are checked and a
- * typo is an error when the pipeline is created, not later in the worker.
- * The analyzed query must be exactly that shape (one relation, the source;
- * no sub-queries, set-returning or window functions), which also keeps
- * text such as "1 FROM pg_authid --" from reading anything else.  The
- * expressions that come out refer to the source row as varno 1, which is
- * how the worker evaluates them against a slot of the topic table.
- *
- * The same code builds the plan at creation time (to validate and to derive
- * the sink's columns) and in the worker at start (to run it).
+ * The same code makes the plan at creation (to derive and check the sink)
+ * and in every process that runs the pipeline (worker, read-ahead process,
+ * checkpoint writer, readers of its state), from the same stored tree, so
+ * all of them agree on every layout.  A stored definition is checked again
+ * as it is read (its shape, key types, aggregates): it is a catalog object
+ * a superuser could have replaced.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -27,134 +22,33 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/relation.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
-#include "executor/executor.h"
 #include "funcapi.h"
 #include "nodes/nodeFuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/analyze.h"
 #include "parser/parse_agg.h"
-#include "parser/parse_coerce.h"
-#include "parser/parser.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
-#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "definition.h"
 #include "join.h"
 #include "keyed.h"
-#include "topic.h"
 
-/* Re-raise an error from parsing `what` with its SQLSTATE, naming `what`. */
-static void
-rethrow_as(MemoryContext cxt, const char *what)
-{
-	ErrorData  *edata;
-
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	ereport(ERROR,
-			(errcode(edata->sqlerrcode),
-			 errmsg("invalid %s: %s", what, edata->message),
-			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-			 edata->hint ? errhint("%s", edata->hint) : 0));
-}
-
-static void
-refuse_shape(const char *what, const char *why)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-			 errmsg("invalid %s: %s", what, why),
-			 errhint("Write %s as expressions over the columns of the source topic.", what)));
-}
-
-/*
- * Parse and analyze "SELECT <targets> FROM ONLY <source> [WHERE <where>]"
- * and check it has exactly that shape.
- */
-static Query *
-analyze_over_source(Oid source, const char *targets, const char *where,
-					const char *what)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	StringInfoData sql;
-	List	   *raw = NIL;
-	Query	   *query = NULL;
-	RangeTblEntry *rte;
-
-	initStringInfo(&sql);
-	/* newlines: a trailing "--" comment in the text cannot swallow the rest */
-	appendStringInfo(&sql, "SELECT %s\nFROM ONLY %s", targets,
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
-												get_rel_name(source)));
-	if (where)
-		appendStringInfo(&sql, "\nWHERE %s\n", where);
-
-	PG_TRY();
-	{
-		raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
-		if (list_length(raw) == 1 &&
-			IsA(linitial_node(RawStmt, raw)->stmt, SelectStmt))
-			query = parse_analyze_fixedparams(linitial_node(RawStmt, raw),
-											  sql.data, NULL, 0, NULL);
-	}
-	PG_CATCH();
-	{
-		rethrow_as(cxt, what);
-	}
-	PG_END_TRY();
-
-	if (query == NULL || query->commandType != CMD_SELECT)
-		refuse_shape(what, "it is not a list of expressions");
-	if (list_length(query->rtable) != 1)
-		refuse_shape(what, "it refers to relations other than the source");
-	rte = linitial_node(RangeTblEntry, query->rtable);
-	if (rte->rtekind != RTE_RELATION || rte->relid != source ||
-		list_length(query->jointree->fromlist) != 1)
-		refuse_shape(what, "it refers to relations other than the source");
-	if (query->hasWindowFuncs)
-		refuse_shape(what, "window functions are not supported");
-	if (query->cteList || query->groupClause || query->havingQual ||
-		query->sortClause || query->limitCount || query->limitOffset ||
-		query->distinctClause || query->setOperations || query->windowClause ||
-		query->groupingSets)
-		refuse_shape(what, "it is not a list of expressions");
-	if (query->hasSubLinks)
-		refuse_shape(what, "sub-queries are not supported");
-	if (query->hasTargetSRFs)
-		refuse_shape(what, "set-returning functions are not supported");
-	if (query->hasWindowFuncs)
-		refuse_shape(what, "window functions are not supported");
-	return query;
-}
-
-static void
-refuse_volatile(Node *expr, const char *what)
-{
-	if (contain_volatile_functions(expr))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-				 errmsg("invalid %s: volatile functions are not allowed", what),
-				 errdetail("A pipeline must compute the same result when it replays records after a crash."),
-				 errhint("Use immutable or stable expressions.")));
-}
+static void add_sink_column(WeirPlan *plan, const char *name, Oid type, int32 typmod,
+							Oid collation, bool nullable);
 
 /*
  * Keys are compared by their binary image, which is equality for these
  * types (and for text only under a deterministic collation).
  */
-static bool
-key_type_supported(Oid type, Oid collation)
+bool
+weir_definition_key_type_supported(Oid type, Oid collation)
 {
 	switch (type)
 	{
@@ -177,89 +71,95 @@ key_type_supported(Oid type, Oid collation)
 	}
 }
 
-static char *
-column_name(TargetEntry *tle, const char *fallback, int n)
+/* Varnos an expression refers to: bit 1 the source (left), bit 2 the right. */
+static bool
+sides_walker(Node *node, int *sides)
 {
-	if (tle->resname && strcmp(tle->resname, "?column?") != 0)
-		return pstrdup(tle->resname);
-	return psprintf("%s%d", fallback, n);
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		int			varno = ((Var *) node)->varno;
+
+		*sides |= varno == 1 || varno == 2 ? 1 << (varno - 1) : 4;
+		return false;
+	}
+	return expression_tree_walker(node, sides_walker, (void *) sides);
 }
 
-static void
-plan_keys(WeirPlan *plan, Oid source, const char *key, const char *what)
+int
+weir_definition_expr_sides(Node *expr)
 {
-	Query	   *query = analyze_over_source(source, key, NULL, what);
-	ListCell   *lc;
-	int			i = 0;
+	int			sides = 0;
 
-	if (query->hasAggs)
-		refuse_shape(what, "aggregates are not allowed in it");
-	plan->nkeys = list_length(query->targetList);
-	plan->keys = palloc0(sizeof(WeirKeySpec) * plan->nkeys);
-	foreach(lc, query->targetList)
+	(void) sides_walker(expr, &sides);
+	return sides;
+}
+
+/* A stored definition that is not what its pipeline kind needs. */
+static void
+refuse_stored(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("stored definition of the pipeline is invalid: %s", why),
+			 errhint("Drop the pipeline and create it again.")));
+}
+
+static Expr *
+item_expr(WeirDefinition *def, int i)
+{
+	return list_nth_node(TargetEntry, def->query->targetList, i)->expr;
+}
+
+static char *
+item_name(WeirDefinition *def, int i)
+{
+	return strVal(list_nth(def->names, i));
+}
+
+/* An item of the right source, as an expression over its own row (varno 1). */
+static Expr *
+right_expr(Expr *expr)
+{
+	expr = copyObject(expr);
+	ChangeVarNodes((Node *) expr, 2, 1, 0);
+	return expr;
+}
+
+/* Items from .. from + n - 1 as the plan's keys (of the right source: right). */
+static void
+plan_keys(WeirPlan *plan, WeirDefinition *def, int from, int n, bool right)
+{
+	plan->nkeys = n;
+	plan->keys = palloc0(sizeof(WeirKeySpec) * Max(n, 1));
+	for (int i = 0; i < n; i++)
 	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		WeirKeySpec *k = &plan->keys[i++];
+		WeirKeySpec *k = &plan->keys[i];
+		Expr	   *expr = item_expr(def, from + i);
 
-		refuse_volatile((Node *) tle->expr, what);
-		k->expr = tle->expr;
-		k->type = exprType((Node *) tle->expr);
-		k->typmod = exprTypmod((Node *) tle->expr);
-		k->collation = exprCollation((Node *) tle->expr);
+		if (weir_definition_expr_sides((Node *) expr) & ~(right ? 2 : 1))
+			refuse_stored("a key refers to the wrong source");
+		k->expr = right ? right_expr(expr) : expr;
+		k->type = exprType((Node *) expr);
+		k->typmod = exprTypmod((Node *) expr);
+		k->collation = exprCollation((Node *) expr);
 		get_typlenbyval(k->type, &k->typlen, &k->typbyval);
-		k->name = column_name(tle, what, i);
-		for (int j = 0; j < i - 1; j++)
-			if (strcmp(plan->keys[j].name, k->name) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("%s name \"%s\" is used twice", what, k->name),
-						 errhint("Name each %s with AS.", what)));
-		if (!key_type_supported(k->type, k->collation))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s \"%s\" of type %s is not supported", what, k->name,
-							format_type_be(k->type)),
-					 errdetail("Keys and ids are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
-					 errhint("Cast it to one of these types, for example text.")));
+		k->name = item_name(def, from + i);
+		if (!weir_definition_key_type_supported(k->type, k->collation))
+			refuse_stored("a key has a type keys cannot have");
 	}
 }
 
 static void
-plan_event_time(WeirPlan *plan, Oid source, const char *event_time)
+plan_event_time(WeirPlan *plan, WeirDefinition *def, int i, bool right)
 {
-	Query	   *query = analyze_over_source(source, event_time, NULL, "event_time");
-	TargetEntry *tle;
-	Node	   *expr;
+	Expr	   *expr = item_expr(def, i);
 
-	if (query->hasAggs || list_length(query->targetList) != 1)
-		refuse_shape("event_time", "it must be one expression");
-	tle = linitial_node(TargetEntry, query->targetList);
-	refuse_volatile((Node *) tle->expr, "event_time");
-	expr = coerce_to_target_type(NULL, (Node *) tle->expr,
-								 exprType((Node *) tle->expr),
-								 TIMESTAMPTZOID, -1, COERCION_ASSIGNMENT,
-								 COERCE_IMPLICIT_CAST, -1);
-	if (expr == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("invalid event_time: type %s cannot be used as a timestamp with time zone",
-						format_type_be(exprType((Node *) tle->expr))),
-				 errhint("Give a timestamptz column or expression, for example to_timestamp(epoch_seconds).")));
-	plan->event_time = (Expr *) expr;
-}
-
-static void
-plan_filter(WeirPlan *plan, Oid source, const char *filter)
-{
-	Query	   *query;
-
-	if (filter == NULL)
-		return;
-	query = analyze_over_source(source, "1", filter, "filter");
-	if (query->hasAggs)
-		refuse_shape("filter", "aggregates are not allowed in it");
-	refuse_volatile(query->jointree->quals, "filter");
-	plan->filter = (Expr *) query->jointree->quals;
+	if (exprType((Node *) expr) != TIMESTAMPTZOID ||
+		(weir_definition_expr_sides((Node *) expr) & ~(right ? 2 : 1)))
+		refuse_stored("an event time is not a timestamptz over its source");
+	plan->event_time = right ? right_expr(expr) : expr;
 }
 
 /* The fast-path kind of an aggregate, or -1 if weir cannot keep its state. */
@@ -387,29 +287,23 @@ plan_generic(WeirAggSpec *a, Aggref *aggref)
 }
 
 static void
-plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
+plan_aggregates(WeirPlan *plan, WeirDefinition *def, int from)
 {
-	Query	   *query = analyze_over_source(source, aggregates, NULL, "aggregates");
-	ListCell   *lc;
-	int			i = 0;
+	int			n = list_length(def->query->targetList) - from;
 	Size		offset = 0;
 
-	plan->naggs = list_length(query->targetList);
-	plan->aggs = palloc0(sizeof(WeirAggSpec) * plan->naggs);
-	foreach(lc, query->targetList)
+	plan->naggs = n;
+	plan->aggs = palloc0(sizeof(WeirAggSpec) * Max(n, 1));
+	for (int i = 0; i < n; i++)
 	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		WeirAggSpec *a = &plan->aggs[i++];
+		WeirAggSpec *a = &plan->aggs[i];
 		Aggref	   *aggref;
 		int			kind;
 
-		if (!IsA(tle->expr, Aggref))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("invalid aggregates: item %d is not an aggregate call", i),
-					 errhint("List aggregate calls such as count(*) AS n, sum(amount) AS total; compute on their results in a view over the sink.")));
-		aggref = (Aggref *) tle->expr;
-		a->name = column_name(tle, "agg", i);
+		if (!IsA(item_expr(def, from + i), Aggref))
+			refuse_stored("an aggregate is not an aggregate call");
+		aggref = (Aggref *) item_expr(def, from + i);
+		a->name = item_name(def, from + i);
 		if (aggref->aggdistinct || aggref->aggorder || aggref->aggkind != AGGKIND_NORMAL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -421,6 +315,8 @@ plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("aggregate \"%s\" has a FILTER clause, which is not supported", a->name),
 					 errhint("Use the pipeline's filter argument.")));
+		if (aggref->agglevelsup != 0 || (weir_definition_expr_sides((Node *) aggref) & ~1))
+			refuse_stored("an aggregate refers to another source");
 		kind = agg_kind(aggref->aggfnoid);
 		a->kind = kind < 0 ? WEIR_AGG_GENERIC : (WeirAggKind) kind;
 		a->collation = aggref->inputcollid;
@@ -431,10 +327,7 @@ plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
 		a->argoffset = plan->nargs;
 		plan->nargs += a->nargs;
 		for (int j = 0; j < a->nargs; j++)
-		{
 			a->args[j] = list_nth_node(TargetEntry, aggref->args, j)->expr;
-			refuse_volatile((Node *) a->args[j], "aggregates");
-		}
 		if (a->nargs > 0)
 		{
 			a->arg = a->args[0];
@@ -446,14 +339,230 @@ plan_aggregates(WeirPlan *plan, Oid source, const char *aggregates)
 		a->resulttypmod = -1;
 		a->offset = offset;
 		offset += agg_state_size(a->kind);
-		for (int j = 0; j < i - 1; j++)
-			if (strcmp(plan->aggs[j].name, a->name) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("aggregate name \"%s\" is used twice", a->name),
-						 errhint("Name each aggregate with AS, for example sum(amount) AS total.")));
 	}
 	plan->state_size = MAXALIGN(offset);
+}
+
+/*
+ * Items from .. the end as the columns a record-emitting operator writes
+ * (a join: those of side `side`, each side's values computed when its
+ * record arrives); their values are the row's arguments.
+ */
+static void
+plan_columns(WeirPlan *plan, WeirDefinition *def, int from, int side)
+{
+	int			n = list_length(def->query->targetList) - from;
+
+	plan->columns = palloc0(sizeof(WeirColumnSpec) * Max(n, 1));
+	plan->ncolumns = 0;
+	for (int i = 0; i < n; i++)
+	{
+		Expr	   *expr = item_expr(def, from + i);
+		int			sides = weir_definition_expr_sides((Node *) expr);
+		WeirColumnSpec *c;
+
+		if (sides & ~(def->op == WEIR_OP_JOIN ? 3 : 1) || sides == 3)
+			refuse_stored("a column refers to the wrong source");
+		/* a join column over no source column (a constant) goes left */
+		if (def->op == WEIR_OP_JOIN && (sides == 2 ? 1 : 0) != side)
+			continue;
+		c = &plan->columns[plan->ncolumns++];
+		c->name = item_name(def, from + i);
+		c->expr = side == 1 ? right_expr(expr) : expr;
+		c->type = exprType((Node *) expr);
+		c->typmod = exprTypmod((Node *) expr);
+		get_typlenbyval(c->type, &c->typlen, &c->typbyval);
+	}
+	plan->nargs = plan->ncolumns;
+}
+
+/* The columns as sink columns, after those already there; values may be null. */
+static void
+add_column_sinkcols(WeirPlan *plan)
+{
+	for (int i = 0; i < plan->ncolumns; i++)
+		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
+						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
+						true);
+}
+
+static WeirPlan *
+new_plan(WeirDefinition *def, int side)
+{
+	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
+	Node	   *quals = def->query->jointree ? def->query->jointree->quals : NULL;
+
+	plan->op = def->op;
+	plan->source = def->sources[side];
+	if (quals)
+	{
+		if (def->op == WEIR_OP_JOIN || (weir_definition_expr_sides(quals) & ~1))
+			refuse_stored("its filter refers to another source");
+		plan->filter = (Expr *) quals;
+	}
+	return plan;
+}
+
+static WeirPlan *
+plan_window(WeirDefinition *def, const WeirPlanOptions *options)
+{
+	WeirPlan   *plan = new_plan(def, 0);
+
+	plan_keys(plan, def, 0, def->nkeys, false);
+	plan_event_time(plan, def, def->nkeys, false);
+	plan_aggregates(plan, def, def->nkeys + 1);
+	plan->windowing = options->windowing;
+
+	/* the sink: keys, the window, the aggregates; unique on keys + start */
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + 2 + plan->naggs));
+	for (int i = 0; i < plan->nkeys; i++)
+		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
+						plan->keys[i].typmod, plan->keys[i].collation, false);
+	add_sink_column(plan, "window_start", TIMESTAMPTZOID, -1, InvalidOid, false);
+	plan->nsinkkey = plan->nsinkcols;
+	add_sink_column(plan, "window_end", TIMESTAMPTZOID, -1, InvalidOid, false);
+	for (int i = 0; i < plan->naggs; i++)
+		add_sink_column(plan, plan->aggs[i].name, plan->aggs[i].resulttype, -1,
+						InvalidOid, true);
+	return plan;
+}
+
+/*
+ * Dedup and last value: a key (dedup: the id), event time, filter, columns,
+ * a retention, and a state per key.
+ */
+static WeirPlan *
+plan_keyed(WeirDefinition *def, const WeirPlanOptions *options)
+{
+	WeirPlan   *plan = new_plan(def, 0);
+
+	plan_keys(plan, def, 0, def->nkeys, false);
+	plan_event_time(plan, def, def->nkeys, false);
+	plan_columns(plan, def, def->nkeys + 1, 0);
+	plan->retention = options->retention;
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
+	if (def->op == WEIR_OP_DEDUP)
+	{
+		/* per id: the latest event time it was seen at; the sink: the columns */
+		plan->state_size = sizeof(TimestampTz);
+		add_column_sinkcols(plan);
+		return plan;
+	}
+	/* per key: the newest row's event time, partition and position */
+	plan->state_size = sizeof(WeirKeyedState);
+	/* the sink: keys, then the columns; unique on the keys */
+	for (int i = 0; i < plan->nkeys; i++)
+		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
+						plan->keys[i].typmod, plan->keys[i].collation, false);
+	plan->nsinkkey = plan->nkeys;
+	add_column_sinkcols(plan);
+	return plan;
+}
+
+/* A stateless stage: filter and columns, insert-only. */
+static WeirPlan *
+plan_projection(WeirDefinition *def)
+{
+	WeirPlan   *plan = new_plan(def, 0);
+
+	plan_columns(plan, def, 0, 0);
+	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * plan->ncolumns);
+	add_column_sinkcols(plan);
+	return plan;
+}
+
+/*
+ * A join: the plan is the left side, plan->right the right side, each with
+ * its keys, event time and its side's columns.  l.t BETWEEN r.t - lower
+ * AND r.t + upper.  Sink column i is column sink_index[i] of side
+ * sink_side[i] (0: left, 1: right), in the order the columns were given.
+ */
+static WeirPlan *
+plan_join(WeirDefinition *def, const WeirPlanOptions *options)
+{
+	WeirPlan   *left = new_plan(def, 0);
+	WeirPlan   *right = new_plan(def, 1);
+	int			from = 2 * def->nkeys + 2;
+	int			n = list_length(def->query->targetList) - from;
+	int			next[2] = {0, 0};
+
+	plan_keys(left, def, 0, def->nkeys, false);
+	plan_keys(right, def, def->nkeys, def->nkeys, true);
+	for (int i = 0; i < def->nkeys; i++)
+		if (left->keys[i].type != right->keys[i].type)
+			refuse_stored("its join keys differ in type");
+	plan_event_time(left, def, 2 * def->nkeys, false);
+	plan_event_time(right, def, 2 * def->nkeys + 1, true);
+	plan_columns(left, def, from, 0);
+	plan_columns(right, def, from, 1);
+	left->sink_side = palloc(sizeof(int) * Max(n, 1));
+	left->sink_index = palloc(sizeof(int) * Max(n, 1));
+	left->sinkcols = palloc0(sizeof(WeirSinkColumn) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		Expr	   *expr = item_expr(def, from + i);
+		int			side = weir_definition_expr_sides((Node *) expr) == 2 ? 1 : 0;
+
+		left->sink_side[i] = side;
+		left->sink_index[i] = next[side]++;
+		/* an inner join fills every column; a left outer one may not */
+		add_sink_column(left, item_name(def, from + i), exprType((Node *) expr),
+						exprTypmod((Node *) expr), exprCollation((Node *) expr), true);
+	}
+	left->join_lower = right->join_lower = options->join_lower;
+	left->join_upper = right->join_upper = options->join_upper;
+	left->left_outer = right->left_outer = options->left_outer;
+	/* per key and side: the rows' latest time and their list */
+	left->state_size = right->state_size = sizeof(JoinKeyState);
+	left->right = right;
+	left->nsinkkey = 0;
+	return left;
+}
+
+/*
+ * The plan of a bound definition, in the current memory context.  Needs a
+ * transaction (catalog lookups of aggregates and types); may ereport.
+ */
+WeirPlan *
+weir_definition_plan(WeirDefinition *def, const WeirPlanOptions *options)
+{
+	int			n = list_length(def->query->targetList);
+	int			needed = 1;
+
+	if (list_length(def->names) != n || def->nkeys < 0)
+		refuse_stored("its names do not match its items");
+	switch (def->op)
+	{
+		case WEIR_OP_WINDOW:
+			needed = def->nkeys + 1;
+			break;
+		case WEIR_OP_DEDUP:
+		case WEIR_OP_LAST_VALUE:
+			needed = def->nkeys + 2;
+			break;
+		case WEIR_OP_PROJECTION:
+			needed = 1;
+			break;
+		case WEIR_OP_JOIN:
+			needed = 2 * def->nkeys + 3;
+			break;
+	}
+	if (n < needed)
+		refuse_stored("it has too few items for its kind");
+	switch (def->op)
+	{
+		case WEIR_OP_WINDOW:
+			return plan_window(def, options);
+		case WEIR_OP_DEDUP:
+		case WEIR_OP_LAST_VALUE:
+			return plan_keyed(def, options);
+		case WEIR_OP_PROJECTION:
+			return plan_projection(def);
+		case WEIR_OP_JOIN:
+			return plan_join(def, options);
+	}
+	elog(ERROR, "unrecognized operator kind: %d", (int) def->op);
+	return NULL;				/* keep compiler quiet */
 }
 
 static void
@@ -477,370 +586,48 @@ add_sink_column(WeirPlan *plan, const char *name, Oid type, int32 typmod,
 	c->nullable = nullable;
 }
 
-WeirPlan *
-weir_definition_plan(Oid source, const char *key, const char *event_time,
-					 const char *aggregates, const char *filter,
-					 WeirWindowing *windowing)
-{
-	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
-
-	plan->op = WEIR_OP_WINDOW;
-	plan->source = source;
-	plan_keys(plan, source, key, "key");
-	plan_event_time(plan, source, event_time);
-	plan_filter(plan, source, filter);
-	plan_aggregates(plan, source, aggregates);
-	plan->windowing = *windowing;
-
-	/* the sink: keys, the window, the aggregates; unique on keys + start */
-	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + 2 + plan->naggs));
-	for (int i = 0; i < plan->nkeys; i++)
-		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
-						plan->keys[i].typmod, plan->keys[i].collation, false);
-	add_sink_column(plan, "window_start", TIMESTAMPTZOID, -1, InvalidOid, false);
-	plan->nsinkkey = plan->nsinkcols;
-	add_sink_column(plan, "window_end", TIMESTAMPTZOID, -1, InvalidOid, false);
-	for (int i = 0; i < plan->naggs; i++)
-		add_sink_column(plan, plan->aggs[i].name, plan->aggs[i].resulttype, -1,
-						InvalidOid, true);
-	return plan;
-}
-
 /*
- * The columns a record-emitting operator writes: the given expressions, or
- * by default every column of the source but its partition and position
- * (the sink, a table or another topic, has its own), and with skip_keys
- * but those named as a key (last value writes its keys first).
+ * An interval as microseconds.  Months have no fixed length and are
+ * refused; so is anything longer than WEIR_MAX_DURATION_USECS either way,
+ * which keeps every sum of a pipeline's durations and an event time inside
+ * int64 (and event times far enough from the ends of timestamptz's range:
+ * worker.c refuses those nearer than the pipeline's durations).
  */
-static void
-plan_columns(WeirPlan *plan, Oid source, const char *columns, bool skip_keys)
-{
-	Query	   *query;
-	ListCell   *lc;
-	int			i = 0;
-
-	if (columns == NULL)
-	{
-		StringInfoData all;
-		Relation	rel = relation_open(source, AccessShareLock);
-		TupleDesc	desc = RelationGetDescr(rel);
-
-		initStringInfo(&all);
-		for (int a = 0; a < desc->natts; a++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, a);
-
-			bool		is_key = false;
-
-			for (int k = 0; skip_keys && k < plan->nkeys; k++)
-				if (strcmp(plan->keys[k].name, NameStr(att->attname)) == 0)
-					is_key = true;
-			if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
-				att->attnum == WEIR_TOPIC_POS_ATTNUM || is_key)
-				continue;
-			appendStringInfo(&all, "%s%s", all.len > 0 ? ", " : "",
-							 quote_identifier(NameStr(att->attname)));
-		}
-		relation_close(rel, AccessShareLock);
-		columns = all.data;
-	}
-	query = analyze_over_source(source, columns, NULL, "columns");
-	if (query->hasAggs)
-		refuse_shape("columns", "aggregates are not allowed in it");
-	if (query->targetList == NIL)
-		refuse_shape("columns", "it has no columns");
-	plan->ncolumns = list_length(query->targetList);
-	plan->columns = palloc0(sizeof(WeirColumnSpec) * plan->ncolumns);
-	plan->nargs = plan->ncolumns;
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		WeirColumnSpec *c = &plan->columns[i++];
-
-		refuse_volatile((Node *) tle->expr, "columns");
-		c->name = column_name(tle, "column", i);
-		c->expr = tle->expr;
-		c->type = exprType((Node *) tle->expr);
-		c->typmod = exprTypmod((Node *) tle->expr);
-		get_typlenbyval(c->type, &c->typlen, &c->typbyval);
-	}
-}
-
-/* The columns as sink columns, after those already there; values may be null. */
-static void
-add_column_sinkcols(WeirPlan *plan)
-{
-	for (int i = 0; i < plan->ncolumns; i++)
-		add_sink_column(plan, plan->columns[i].name, plan->columns[i].type,
-						plan->columns[i].typmod, exprCollation((Node *) plan->columns[i].expr),
-						true);
-}
-
-/*
- * What dedup and last value share: a key (dedup: the id), event time,
- * filter, columns, a retention, and a state per key.
- */
-static WeirPlan *
-plan_keyed(WeirOperatorKind op, Oid source, const char *key, const char *event_time,
-		   const char *columns, const char *filter, int64 retention, Size state_size)
-{
-	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
-
-	plan->op = op;
-	plan->source = source;
-	plan_keys(plan, source, key, op == WEIR_OP_DEDUP ? "id" : "key");
-	plan_event_time(plan, source, event_time);
-	plan_filter(plan, source, filter);
-	/* last value writes its keys first: the columns leave them out */
-	plan_columns(plan, source, columns, op == WEIR_OP_LAST_VALUE);
-	plan->retention = retention;
-	plan->state_size = state_size;
-	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
-	return plan;
-}
-
-WeirPlan *
-weir_definition_dedup_plan(Oid source, const char *id, const char *event_time,
-						   const char *columns, const char *filter, int64 horizon)
-{
-	/* one state per id: the latest event time it was seen at */
-	WeirPlan   *plan = plan_keyed(WEIR_OP_DEDUP, source, id, event_time, columns, filter,
-								  horizon, sizeof(TimestampTz));
-
-	/* the sink: the columns, insert-only */
-	add_column_sinkcols(plan);
-	return plan;
-}
-
-/* A stateless stage: filter and columns, insert-only. */
-WeirPlan *
-weir_definition_projection_plan(Oid source, const char *columns, const char *filter)
-{
-	WeirPlan   *plan = palloc0(sizeof(WeirPlan));
-
-	plan->op = WEIR_OP_PROJECTION;
-	plan->source = source;
-	plan_filter(plan, source, filter);
-	plan_columns(plan, source, columns, false);
-	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * plan->ncolumns);
-	add_column_sinkcols(plan);
-	return plan;
-}
-
-WeirPlan *
-weir_definition_last_value_plan(Oid source, const char *key, const char *event_time,
-								const char *columns, const char *filter, int64 ttl)
-{
-	/* per key: the newest row's event time, partition and position */
-	WeirPlan   *plan = plan_keyed(WEIR_OP_LAST_VALUE, source, key, event_time, columns,
-								  filter, ttl, sizeof(WeirKeyedState));
-
-	/* the sink: keys, then the columns; unique on the keys */
-	for (int i = 0; i < plan->nkeys; i++)
-		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
-						plan->keys[i].typmod, plan->keys[i].collation, false);
-	plan->nsinkkey = plan->nkeys;
-	add_column_sinkcols(plan);
-	return plan;
-}
-
-/* Varnos a join column's expression refers to: bit 1 left, bit 2 right. */
-static bool
-join_sides_walker(Node *node, int *sides)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Var))
-	{
-		*sides |= 1 << (((Var *) node)->varno - 1);
-		return false;
-	}
-	return expression_tree_walker(node, join_sides_walker, (void *) sides);
-}
-
-/*
- * A join's columns: "SELECT <columns> FROM ONLY left l, ONLY right r",
- * each expression over one side only (each side's values are computed when
- * its record arrives and kept with it until matched).  By default every
- * column of both sources but partition and position, right columns whose
- * name the left already uses prefixed with right_.
- */
-static void
-plan_join_columns(WeirPlan *left, WeirPlan *right, const char *columns)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	StringInfoData sql;
-	List	   *raw = NIL;
-	Query	   *query = NULL;
-	ListCell   *lc;
-	int			i = 0;
-	int			n;
-	Oid			rels[2] = {left->source, right->source};
-
-	if (columns == NULL)
-	{
-		StringInfoData all;
-		List	   *left_names = NIL;
-
-		initStringInfo(&all);
-		for (int side = 0; side < 2; side++)
-		{
-			Relation	rel = relation_open(rels[side], AccessShareLock);
-			TupleDesc	desc = RelationGetDescr(rel);
-
-			for (int a = 0; a < desc->natts; a++)
-			{
-				Form_pg_attribute att = TupleDescAttr(desc, a);
-				char	   *name = NameStr(att->attname);
-				bool		taken = false;
-
-				if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
-					att->attnum == WEIR_TOPIC_POS_ATTNUM)
-					continue;
-				foreach(lc, left_names)
-					if (strcmp(lfirst(lc), name) == 0)
-						taken = true;
-				appendStringInfo(&all, "%s%s.%s", all.len > 0 ? ", " : "",
-								 side == 0 ? "l" : "r", quote_identifier(name));
-				if (side == 1 && taken)
-					appendStringInfo(&all, " AS %s",
-									 quote_identifier(psprintf("right_%s", name)));
-				if (side == 0)
-					left_names = lappend(left_names, pstrdup(name));
-			}
-			relation_close(rel, AccessShareLock);
-		}
-		columns = all.data;
-	}
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s\nFROM ONLY %s l, ONLY %s r", columns,
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rels[0])),
-												get_rel_name(rels[0])),
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rels[1])),
-												get_rel_name(rels[1])));
-	PG_TRY();
-	{
-		raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
-		if (list_length(raw) == 1 &&
-			IsA(linitial_node(RawStmt, raw)->stmt, SelectStmt))
-			query = parse_analyze_fixedparams(linitial_node(RawStmt, raw),
-											  sql.data, NULL, 0, NULL);
-	}
-	PG_CATCH();
-	{
-		rethrow_as(cxt, "columns");
-	}
-	PG_END_TRY();
-	if (query == NULL || query->commandType != CMD_SELECT ||
-		list_length(query->rtable) != 2 || list_length(query->jointree->fromlist) != 2 ||
-		query->jointree->quals != NULL || query->cteList || query->groupClause ||
-		query->havingQual || query->sortClause || query->limitCount ||
-		query->limitOffset || query->distinctClause || query->setOperations ||
-		query->windowClause || query->groupingSets || query->hasSubLinks ||
-		query->hasTargetSRFs || query->hasWindowFuncs || query->hasAggs)
-		refuse_shape("columns", "it is not a list of expressions over l and r");
-	for (int r = 0; r < 2; r++)
-	{
-		RangeTblEntry *rte = list_nth_node(RangeTblEntry, query->rtable, r);
-
-		if (rte->rtekind != RTE_RELATION || rte->relid != rels[r])
-			refuse_shape("columns", "it refers to relations other than the sources");
-	}
-	n = list_length(query->targetList);
-	if (n == 0)
-		refuse_shape("columns", "it has no columns");
-	left->columns = palloc0(sizeof(WeirColumnSpec) * n);
-	right->columns = palloc0(sizeof(WeirColumnSpec) * n);
-	left->sink_side = palloc(sizeof(int) * n);
-	left->sink_index = palloc(sizeof(int) * n);
-	left->sinkcols = palloc0(sizeof(WeirSinkColumn) * n);
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		int			sides = 0;
-		int			side;
-		WeirPlan   *plan;
-		WeirColumnSpec *c;
-		Node	   *expr = (Node *) copyObject(tle->expr);
-
-		refuse_volatile(expr, "columns");
-		(void) join_sides_walker(expr, &sides);
-		if (sides == 3)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("invalid columns: column %d refers to both sides", i + 1),
-					 errhint("Give each side's columns apart (l.a, r.b) and combine them in a view over the sink.")));
-		side = sides == 2 ? 1 : 0;
-		plan = side == 0 ? left : right;
-		if (side == 1)
-			ChangeVarNodes(expr, 2, 1, 0);	/* evaluated against the right row */
-		c = &plan->columns[plan->ncolumns];
-		c->name = column_name(tle, "column", i + 1);
-		c->expr = (Expr *) expr;
-		c->type = exprType(expr);
-		c->typmod = exprTypmod(expr);
-		get_typlenbyval(c->type, &c->typlen, &c->typbyval);
-		left->sink_side[i] = side;
-		left->sink_index[i] = plan->ncolumns++;
-		/* an inner join fills every column; a left outer one may not */
-		add_sink_column(left, c->name, c->type, c->typmod, exprCollation(expr), true);
-		i++;
-	}
-	left->nargs = left->ncolumns;
-	right->nargs = right->ncolumns;
-}
-
-WeirPlan *
-weir_definition_join_plan(Oid left_source, Oid right_source, const char *left_key,
-						  const char *right_key, const char *left_time,
-						  const char *right_time, const char *columns,
-						  int64 lower, int64 upper, bool left_outer)
-{
-	WeirPlan   *left = palloc0(sizeof(WeirPlan));
-	WeirPlan   *right = palloc0(sizeof(WeirPlan));
-
-	left->op = right->op = WEIR_OP_JOIN;
-	left->source = left_source;
-	right->source = right_source;
-	plan_keys(left, left_source, left_key, "left_key");
-	plan_keys(right, right_source, right_key, "right_key");
-	if (left->nkeys != right->nkeys)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-				 errmsg("left_key has %d expressions, right_key %d", left->nkeys, right->nkeys),
-				 errhint("Give the join key as the same number of expressions on both sides.")));
-	for (int i = 0; i < left->nkeys; i++)
-		if (left->keys[i].type != right->keys[i].type)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("join key %d is %s on the left and %s on the right", i + 1,
-							format_type_be(left->keys[i].type),
-							format_type_be(right->keys[i].type)),
-					 errhint("Cast one side so that both have the same type.")));
-	plan_event_time(left, left_source, left_time);
-	plan_event_time(right, right_source, right_time);
-	plan_join_columns(left, right, columns);
-	left->join_lower = right->join_lower = lower;
-	left->join_upper = right->join_upper = upper;
-	left->left_outer = right->left_outer = left_outer;
-	/* per key and side: the rows' latest time and their list */
-	left->state_size = right->state_size = sizeof(JoinKeyState);
-	left->right = right;
-	left->nsinkkey = 0;
-	return left;
-}
-
-/* An interval as microseconds; months have no fixed length and are refused. */
 int64
 weir_interval_usecs(Interval *interval, const char *what)
 {
+	int64		us;
+
 	if (interval->month != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not be given in months or years", what),
 				 errhint("Months differ in length; give days, hours, minutes or seconds.")));
-	return interval->time + (int64) interval->day * USECS_PER_DAY;
+	if (interval->day > WEIR_MAX_DURATION_USECS / USECS_PER_DAY ||
+		interval->day < -(WEIR_MAX_DURATION_USECS / USECS_PER_DAY) ||
+		interval->time > WEIR_MAX_DURATION_USECS || interval->time < -WEIR_MAX_DURATION_USECS ||
+		(us = interval->time + (int64) interval->day * USECS_PER_DAY) > WEIR_MAX_DURATION_USECS ||
+		us < -WEIR_MAX_DURATION_USECS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be at most %d days", what,
+						(int) (WEIR_MAX_DURATION_USECS / USECS_PER_DAY)),
+				 errdetail("Longer durations would put window bounds and expiry times outside the range of timestamp with time zone.")));
+	return us;
+}
+
+/* A duration argument: at least zero (allow_zero) or positive. */
+int64
+weir_duration_usecs(Interval *interval, const char *what, bool allow_zero)
+{
+	int64		us = weir_interval_usecs(interval, what);
+
+	if (us < 0 || (!allow_zero && us == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be %s interval", what,
+						allow_zero ? "a non-negative" : "a positive")));
+	return us;
 }
 
 static int64
@@ -855,12 +642,7 @@ windowing_usecs(HeapTupleHeader tup, const char *field, const char *what)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s of the windowing must not be null", what),
 				 errhint("Build windowings with weir.tumbling(), weir.hopping() or weir.session().")));
-	us = weir_interval_usecs(DatumGetIntervalP(d), what);
-	if (us <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a positive interval", what),
-				 errhint("Build windowings with weir.tumbling(), weir.hopping() or weir.session().")));
+	us = weir_duration_usecs(DatumGetIntervalP(d), what, false);
 	return us;
 }
 

@@ -15,7 +15,15 @@
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
 #include "nodes/primnodes.h"
+
+/*
+ * The longest duration (window size, slide, gap, lateness,
+ * out-of-orderness, horizon, ttl, join bound, timeout) weir takes: 1000
+ * years, in microseconds.
+ */
+#define WEIR_MAX_DURATION_USECS (INT64CONST(365250) * USECS_PER_DAY)
 
 /* What a pipeline computes */
 typedef enum WeirOperatorKind
@@ -162,26 +170,70 @@ struct WeirPlan
 	int		   *sink_index;
 };
 
-extern WeirPlan *weir_definition_plan(Oid source, const char *key,
-									  const char *event_time,
-									  const char *aggregates,
-									  const char *filter,
-									  WeirWindowing *windowing);
-extern WeirPlan *weir_definition_dedup_plan(Oid source, const char *id,
-											const char *event_time,
-											const char *columns,
-											const char *filter, int64 horizon);
-extern WeirPlan *weir_definition_last_value_plan(Oid source, const char *key,
-												 const char *event_time,
-												 const char *columns,
-												 const char *filter, int64 ttl);
-extern WeirPlan *weir_definition_projection_plan(Oid source, const char *columns,
-												 const char *filter);
-extern WeirPlan *weir_definition_join_plan(Oid left, Oid right, const char *left_key,
-										   const char *right_key, const char *left_time,
-										   const char *right_time, const char *columns,
-										   int64 lower, int64 upper, bool left_outer);
+/*
+ * A pipeline's definition with its expressions bound: one query
+ *	SELECT <items> FROM ONLY source [, ONLY right_source]
+ *	  [WHERE filter] [GROUP BY keys, event time]
+ * analysed once, at creation, and stored as a view (definition_store.c),
+ * which is what a worker runs.  Its target list, by operator:
+ *	window:				keys, event time, aggregates
+ *	dedup, last value:	keys (ids), event time, columns
+ *	projection:			columns
+ *	join:				left keys, right keys, left time, right time, columns
+ * Vars refer to the source as varno 1 (a join's right source: 2).
+ */
+typedef struct WeirDefinition
+{
+	WeirOperatorKind op;
+	int			nsources;
+	Oid			sources[2];
+	int			nkeys;			/* key expressions (a join: on each side) */
+	Query	   *query;
+	List	   *names;			/* String per target entry: its sink-facing
+								 * name; "" for event times */
+} WeirDefinition;
+
+/* The SQL text of a definition, as the create functions take it */
+typedef struct WeirDefinitionText
+{
+	WeirOperatorKind op;
+	Oid			source;
+	Oid			right_source;	/* join */
+	const char *key;			/* dedup: the id; join: the left key */
+	const char *right_key;
+	const char *event_time;
+	const char *right_event_time;
+	const char *aggregates;		/* window */
+	const char *columns;		/* NULL: the source's (a join: both sources') */
+	const char *filter;
+} WeirDefinitionText;
+
+/* What a plan takes besides expressions: the catalog row's intervals */
+typedef struct WeirPlanOptions
+{
+	WeirWindowing windowing;	/* window */
+	int64		retention;		/* us; dedup horizon, last value ttl; 0: none */
+	int64		join_lower;		/* us */
+	int64		join_upper;		/* us */
+	bool		left_outer;
+} WeirPlanOptions;
+
+/* definition_parse.c */
+extern WeirDefinition *weir_definition_parse(const WeirDefinitionText *text);
+
+/* definition.c */
+extern WeirPlan *weir_definition_plan(WeirDefinition *def, const WeirPlanOptions *options);
 extern int64 weir_interval_usecs(Interval *interval, const char *what);
+extern int64 weir_duration_usecs(Interval *interval, const char *what, bool allow_zero);
 extern void weir_definition_windowing(Datum windowing, WeirWindowing *out);
+extern bool weir_definition_key_type_supported(Oid type, Oid collation);
+extern int	weir_definition_expr_sides(Node *expr);
+
+/* definition_store.c */
+extern Oid	weir_definition_store(WeirDefinition *def, const char *name, Oid owner);
+extern WeirDefinition *weir_definition_load(Oid view, WeirOperatorKind op, int nkeys,
+											List *names, Oid source, Oid right_source);
+extern void weir_definition_drop(Oid view);
+extern bool weir_definition_is_view(Oid relid);
 
 #endif							/* WEIR_DEFINITION_H */

@@ -37,6 +37,7 @@
 #include "catalog_pipeline.h"
 #include "definition.h"
 #include "shmem.h"
+#include "weir.h"
 #include "window.h"
 #include "window_chunks.h"
 #include "worker.h"
@@ -56,15 +57,25 @@ typedef struct Copied
  */
 /*
  * The pipeline `name`, which the current user must own (or be a member of
- * its owner), and its plan, made as the worker makes it: with the
- * pipeline's own search_path.
+ * its owner), and its plan, made as the worker makes it (from its stored
+ * definition, with search_path pg_catalog, pg_temp).
+ */
+typedef struct AsOwner
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} AsOwner;
+
+/*
+ * The plan of a pipeline the caller may read the state of, built and used
+ * as its owner (a superuser reading a user's pipeline runs nothing of the
+ * user's with the superuser's rights), restricted, with search_path
+ * pg_catalog, pg_temp.  Pair with as_owner_end.
  */
 static WeirPlan *
-owned_pipeline_plan(const char *name, WeirPipelineRow *row)
+owned_pipeline_plan(const char *name, WeirPipelineRow *row, AsOwner *as)
 {
-	WeirPlan   *plan;
-	int			nestlevel;
-
 	if (!weir_catalog_pipeline_by_name(name, row))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -74,12 +85,20 @@ owned_pipeline_plan(const char *name, WeirPipelineRow *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of pipeline \"%s\" to read its state", name)));
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", row->search_path, PGC_USERSET,
+	GetUserIdAndSecContext(&as->save_userid, &as->save_sec_context);
+	SetUserIdAndSecContext(row->owner, as->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	as->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	plan = weir_pipeline_plan(row);
-	AtEOXact_GUC(true, nestlevel);
-	return plan;
+	return weir_pipeline_plan(row);
+}
+
+static void
+as_owner_end(AsOwner *as)
+{
+	AtEOXact_GUC(true, as->save_nestlevel);
+	SetUserIdAndSecContext(as->save_userid, as->save_sec_context);
 }
 
 /* The copied windows as rows: keys as text, aggregate values as JSON text. */
@@ -157,7 +176,7 @@ Datum
 weir_live_state(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *name;
 	WeirPipelineRow row;
 	WeirPipelineSlot *slot;
 	WeirPlan   *plan;
@@ -165,17 +184,24 @@ weir_live_state(PG_FUNCTION_ARGS)
 	WeirStoreRoot *root;
 	Copied	   *copies = NULL;
 	uint32		ncopies = 0;
+	AsOwner		as;
 
-	plan = owned_pipeline_plan(name, &row);
+	weir_require_arg(fcinfo, 0, "pipeline");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	InitMaterializedSRF(fcinfo, 0);
+	plan = owned_pipeline_plan(name, &row, &as);
 
 	slot = weir_shmem_pipeline(row.id, false);
 	if (slot == NULL)
+	{
+		as_owner_end(&as);
 		return (Datum) 0;
+	}
 	LWLockAcquire(&slot->lock, LW_SHARED);
 	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root))
 	{
 		LWLockRelease(&slot->lock);
+		as_owner_end(&as);
 		return (Datum) 0;		/* not running: see weir.committed_state */
 	}
 	area = dsa_attach(slot->area);
@@ -216,6 +242,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 	dsa_detach(area);
 
 	put_windows(rsinfo, plan, copies, ncopies);
+	as_owner_end(&as);
 	return (Datum) 0;
 }
 
@@ -260,14 +287,17 @@ Datum
 weir_committed_state(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *name;
 	WeirPipelineRow row;
 	CommittedCopies cc;
 	WeirWindowChunks wc;
 	TimestampTz watermark;
 	int64		bytes;
+	AsOwner		as;
 
-	cc.plan = owned_pipeline_plan(name, &row);
+	weir_require_arg(fcinfo, 0, "pipeline");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	cc.plan = owned_pipeline_plan(name, &row, &as);
 	if (cc.plan->op != WEIR_OP_WINDOW)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -282,5 +312,6 @@ weir_committed_state(PG_FUNCTION_ARGS)
 									  weir_interval_usecs(&row.allowed_lateness, "allowed_lateness"),
 									  copy_committed, &cc, &bytes);
 	put_windows(rsinfo, cc.plan, cc.copies, cc.n);
+	as_owner_end(&as);
 	return (Datum) 0;
 }

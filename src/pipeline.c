@@ -27,6 +27,7 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
@@ -43,10 +44,13 @@
 #include "catalog_pipeline.h"
 #include "clock.h"
 #include "definition.h"
+#include "write_target.h"
 #include "shmem.h"
 #include "topic.h"
 #include "weir.h"
 #include "window.h"
+
+static WeirPlan *plan_from_text(WeirPipelineRow *row, WeirDefinition **def);
 
 static bool wake_registered = false;
 static bool wake_at_commit = false;
@@ -91,25 +95,15 @@ make_windowing(FunctionCallInfo fcinfo, const char *kind, Interval *size,
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
 }
 
-static int64
-positive_usecs(Interval *interval, const char *what)
-{
-	int64		us = weir_interval_usecs(interval, what);
-
-	if (us <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a positive interval", what)));
-	return us;
-}
-
 PG_FUNCTION_INFO_V1(weir_tumbling);
 Datum
 weir_tumbling(PG_FUNCTION_ARGS)
 {
-	Interval   *size = PG_GETARG_INTERVAL_P(0);
+	Interval   *size;
 
-	positive_usecs(size, "window size");
+	weir_require_arg(fcinfo, 0, "size");
+	size = PG_GETARG_INTERVAL_P(0);
+	weir_duration_usecs(size, "window size", false);
 	return make_windowing(fcinfo, "tumbling", size, size, NULL);
 }
 
@@ -117,11 +111,17 @@ PG_FUNCTION_INFO_V1(weir_hopping);
 Datum
 weir_hopping(PG_FUNCTION_ARGS)
 {
-	Interval   *size = PG_GETARG_INTERVAL_P(0);
-	Interval   *slide = PG_GETARG_INTERVAL_P(1);
-	int64		size_us = positive_usecs(size, "window size");
-	int64		slide_us = positive_usecs(slide, "window slide");
+	Interval   *size;
+	Interval   *slide;
+	int64		size_us;
+	int64		slide_us;
 
+	weir_require_arg(fcinfo, 0, "size");
+	weir_require_arg(fcinfo, 1, "slide");
+	size = PG_GETARG_INTERVAL_P(0);
+	slide = PG_GETARG_INTERVAL_P(1);
+	size_us = weir_duration_usecs(size, "window size", false);
+	slide_us = weir_duration_usecs(slide, "window slide", false);
 	if (slide_us > size_us)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -139,9 +139,11 @@ PG_FUNCTION_INFO_V1(weir_session);
 Datum
 weir_session(PG_FUNCTION_ARGS)
 {
-	Interval   *gap = PG_GETARG_INTERVAL_P(0);
+	Interval   *gap;
 
-	positive_usecs(gap, "session gap");
+	weir_require_arg(fcinfo, 0, "gap");
+	gap = PG_GETARG_INTERVAL_P(0);
+	weir_duration_usecs(gap, "session gap", false);
 	return make_windowing(fcinfo, "session", NULL, NULL, gap);
 }
 
@@ -169,12 +171,7 @@ interval_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool allow_ze
 	if (PG_ARGISNULL(argno))
 		return NULL;
 	v = PG_GETARG_INTERVAL_P(argno);
-	if (weir_interval_usecs(v, name) < 0 ||
-		(!allow_zero && weir_interval_usecs(v, name) == 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be %s interval", name,
-						allow_zero ? "a non-negative" : "a positive")));
+	(void) weir_duration_usecs(v, name, allow_zero);
 	return v;
 }
 
@@ -223,138 +220,6 @@ sink_definition(WeirPlan *plan, const char *qualified)
 	return sql.data;
 }
 
-/* The sink has every column the pipeline writes, with its type. */
-static void
-check_sink_columns(WeirPlan *plan, Oid sink)
-{
-	for (int i = 0; i < plan->nsinkcols; i++)
-	{
-		const char *name = plan->sinkcols[i].name;
-		Oid			type = plan->sinkcols[i].type;
-		AttrNumber	attnum = get_attnum(sink, name);
-
-		if (attnum == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("sink \"%s\" has no column \"%s\"", get_rel_name(sink), name),
-					 errhint("Let weir create the sink (name a table that does not exist), or add the column.")));
-		if (get_atttype(sink, attnum) != type)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of sink \"%s\" has type %s, the pipeline produces %s",
-							name, get_rel_name(sink), format_type_be(get_atttype(sink, attnum)),
-							format_type_be(type))));
-	}
-}
-
-/*
- * A topic as sink chains pipelines: the worker INSERTs each row into it in
- * the checkpoint transaction, through the topic's producer trigger, so the
- * next pipeline reads it only once that commits.  A topic is append-only,
- * so a window must emit exactly one row: emit 'final', no allowed lateness,
- * and no session windows (whose rows move).  Records kept by dedup are
- * emitted once each.
- */
-static void
-check_topic_sink(WeirPlan *plan, Oid sink, WeirPipelineRow *row)
-{
-	if (plan->op == WEIR_OP_LAST_VALUE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a last value cannot write to a topic"),
-				 errdetail("Topics are append-only; a key's row is replaced each time it changes."),
-				 errhint("Use a table as sink.")));
-	if (plan->op == WEIR_OP_WINDOW &&
-		(strcmp(row->emit, "final") != 0 ||
-		 weir_interval_usecs(&row->allowed_lateness, "allowed_lateness") != 0 ||
-		 plan->windowing.kind == WEIR_WINDOW_SESSION))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a topic sink takes exactly one row per window"),
-				 errdetail("Topics are append-only; late updates, emit 'updates' and session windows would change rows already written."),
-				 errhint("Use emit 'final', no allowed_lateness and tumbling or hopping windows, or a table as sink.")));
-	check_sink_columns(plan, sink);
-	if (pg_class_aclcheck(sink, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to produce to topic \"%s\"", get_rel_name(sink)),
-				 errhint("The pipeline writes with its owner's privileges, which need INSERT on the topic.")));
-}
-
-/* Whether the sink has an immediate, total unique index on its key columns. */
-static bool
-sink_has_key(WeirPlan *plan, Relation rel)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	Oid			sink = RelationGetRelid(rel);
-	ListCell   *lc;
-	bool		has_key = false;
-	int			nkey = plan->nsinkkey;
-
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index index;
-		int			matched = 0;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		index = (Form_pg_index) GETSTRUCT(tup);
-		/* ON CONFLICT needs an immediate, total unique index on plain columns */
-		if (index->indisunique && index->indimmediate && index->indnkeyatts == nkey &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL))
-		{
-			for (int k = 0; k < nkey; k++)
-				for (int i = 0; i < nkey; i++)
-					if (index->indkey.values[k] == get_attnum(sink, plan->sinkcols[i].name))
-						matched++;
-		}
-		ReleaseSysCache(tup);
-		if (matched == nkey)
-			has_key = true;
-	}
-	return has_key;
-}
-
-/*
- * An existing sink must have the columns, and for rows that are updated
- * in place (windows), a unique key to upsert on.
- */
-static void
-check_sink(WeirPlan *plan, Oid sink)
-{
-	Relation	rel = table_open(sink, AccessShareLock);
-	bool		has_key = plan->nsinkkey == 0 || sink_has_key(plan, rel);
-	AclMode		needed = ACL_INSERT;
-
-	table_close(rel, AccessShareLock);
-	check_sink_columns(plan, sink);
-	if (!has_key)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-				 errmsg(plan->op == WEIR_OP_WINDOW ?
-						"sink \"%s\" has no unique key on its key columns and window_start" :
-						"sink \"%s\" has no unique key on its key columns",
-						get_rel_name(sink)),
-				 errdetail("Rows already in the sink are updated in place, which needs that key; partial, deferrable and expression indexes do not count."),
-				 errhint("Add a primary key, or let weir create the sink.")));
-	if (plan->nsinkkey > 0)
-		needed |= ACL_UPDATE;
-	if ((plan->op == WEIR_OP_WINDOW && plan->windowing.kind == WEIR_WINDOW_SESSION) ||
-		(plan->op == WEIR_OP_LAST_VALUE && plan->retention > 0))
-		needed |= ACL_DELETE;
-	if (pg_class_aclcheck(sink, GetUserId(), needed) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to write to sink \"%s\"", get_rel_name(sink)),
-				 errhint(plan->op == WEIR_OP_WINDOW ?
-						 "The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink (and DELETE for session windows, whose rows move when sessions merge)." :
-						 plan->op == WEIR_OP_LAST_VALUE ?
-						 "The pipeline writes with its owner's privileges, which need INSERT and UPDATE on the sink (and DELETE with a ttl, whose expired keys lose their rows)." :
-						 "The pipeline writes with its owner's privileges, which need INSERT on the sink.")));
-}
-
 /*
  * Where the options every pipeline kind shares sit in its create function;
  * -1: the kind does not take it (its default applies).
@@ -374,10 +239,17 @@ typedef struct CommonArgs
 static void
 begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
 {
-	Relation	source;
 	WeirPipelineRow existing;
 
 	(void) weir_shmem();
+	/* only the launcher of weir.database starts workers */
+	if (weir_database == NULL || strcmp(get_database_name(MyDatabaseId), weir_database) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipelines run only in database \"%s\"", weir_database ? weir_database : ""),
+				 errdetail("This is database \"%s\".", get_database_name(MyDatabaseId)),
+				 errhint("Create the pipeline in database \"%s\", or set weir.database and restart the server.",
+						 weir_database ? weir_database : "")));
 	memset(row, 0, sizeof(*row));
 	row->name = text_arg(fcinfo, 0, "name", true);
 	if (PG_ARGISNULL(1))
@@ -395,14 +267,7 @@ begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
 				 errmsg("pipeline \"%s\" already exists", row->name),
 				 errhint("Drop it with weir.drop_pipeline(), or choose another name.")));
 
-	source = table_open(row->source, AccessShareLock);
-	(void) weir_topic_get(source);
-	if (pg_class_aclcheck(row->source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read topic \"%s\"", RelationGetRelationName(source)),
-				 errhint("A pipeline reads with its owner's privileges.")));
-	table_close(source, NoLock);
+	weir_check_source(row->source, GetUserId());
 }
 
 /*
@@ -410,8 +275,8 @@ begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
  * or checked), the late-records table, and the catalog row.
  */
 static int32
-finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
-			  const CommonArgs *args)
+finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirDefinition *def,
+			  WeirPlan *plan, const CommonArgs *args)
 {
 	char	   *sink_name;
 	char	   *late_name;
@@ -450,7 +315,6 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
 				 errmsg("max_state_memory must be at least 1MB (1048576 bytes)")));
 	row->enabled = PG_ARGISNULL(args->start) ? true : PG_GETARG_BOOL(args->start);
 	row->owner = GetUserId();
-	row->search_path = GetConfigOptionByName("search_path", NULL, false);
 
 	sink_name = PG_ARGISNULL(args->sink) ? row->name :
 		text_arg(fcinfo, args->sink, "sink", false);
@@ -460,23 +324,8 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
 		weir_catalog_run_ddl(sink_definition(plan, quote_qualified_identifier(rv->schemaname, rv->relname)));
 		sink = RangeVarGetRelid(rv, NoLock, false);
 	}
-	else
-	{
-		Relation	sinkrel = table_open(sink, AccessShareLock);
-		bool		is_topic = weir_topic_lookup(sinkrel) != NULL;
-
-		table_close(sinkrel, AccessShareLock);
-		if (sink == row->source || sink == row->right_source)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("a pipeline cannot write to its own source"),
-					 errhint("Chain pipelines through a second topic.")));
-		if (is_topic)
-			check_topic_sink(plan, sink, row);
-		else
-			check_sink(plan, sink);
-	}
 	row->sink = sink;
+	weir_check_sink(plan, row, sink, row->owner);
 
 	late_name = args->late_records < 0 ? NULL :
 		text_arg(fcinfo, args->late_records, "late_records", false);
@@ -493,8 +342,14 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirPlan *plan,
 			late = RangeVarGetRelid(rv, NoLock, false);
 		}
 		row->late_records = late;
+		weir_check_late_records(row, late, row->owner);
 	}
 
+	/* bound: the definition is a view from now on (definition_store.c) */
+	row->definition = weir_definition_store(def, row->name, row->owner);
+	weir_depend_on_tables(row->definition, plan, row);
+	row->names = def->names;
+	row->nkeys = def->nkeys;
 	row->id = weir_catalog_pipeline_insert(row);
 	if (row->enabled)
 		wake_launcher_at_commit();
@@ -514,6 +369,7 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 	WeirPipelineRow row;
 	WeirWindowing windowing;
 	WeirPlan   *plan;
+	WeirDefinition *def;
 	Interval   *iv;
 
 	begin_create(fcinfo, &row);
@@ -529,8 +385,7 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 	row.aggregates = text_arg(fcinfo, 5, "aggregates", true);
 	row.filter = text_arg(fcinfo, 6, "filter", false);
 	weir_definition_windowing(row.windowing, &windowing);
-	plan = weir_definition_plan(row.source, row.key, row.event_time,
-								row.aggregates, row.filter, &windowing);
+	plan = plan_from_text(&row, &def);
 
 	iv = interval_arg(fcinfo, 8, "allowed_lateness", true);
 	if (iv)
@@ -540,7 +395,7 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("emit must be 'final' or 'updates', not '%s'", row.emit)));
-	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
 }
 
 /*
@@ -561,15 +416,14 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 	const char *retention_arg = dedup ? "horizon" : "ttl";
 	WeirPipelineRow row;
 	WeirPlan   *plan;
+	WeirDefinition *def;
 	Interval   *retention;
-	int64		retention_us;
 
 	begin_create(fcinfo, &row);
 	row.operator = dedup ? "dedup" : "last_value";
 	row.key = text_arg(fcinfo, 2, key_arg, true);
 	row.event_time = text_arg(fcinfo, 3, "event_time", true);
 	retention = interval_arg(fcinfo, 4, retention_arg, false);
-	retention_us = retention ? weir_interval_usecs(retention, retention_arg) : 0;
 	if (dedup)
 	{
 		row.has_horizon = retention != NULL;
@@ -585,12 +439,8 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 	row.columns = text_arg(fcinfo, 5, "columns", false);
 	row.filter = text_arg(fcinfo, 6, "filter", false);
 	row.emit = dedup ? "final" : "updates";
-	plan = dedup ?
-		weir_definition_dedup_plan(row.source, row.key, row.event_time,
-								   row.columns, row.filter, retention_us) :
-		weir_definition_last_value_plan(row.source, row.key, row.event_time,
-										row.columns, row.filter, retention_us);
-	return finish_create(fcinfo, &row, plan, &args);
+	plan = plan_from_text(&row, &def);
+	return finish_create(fcinfo, &row, def, plan, &args);
 }
 
 PG_FUNCTION_INFO_V1(weir_create_dedup);
@@ -618,14 +468,15 @@ weir_create_projection(PG_FUNCTION_ARGS)
 	static const CommonArgs args = {-1, -1, 4, 5, -1, -1, 6};
 	WeirPipelineRow row;
 	WeirPlan   *plan;
+	WeirDefinition *def;
 
 	begin_create(fcinfo, &row);
 	row.operator = "projection";
 	row.columns = text_arg(fcinfo, 2, "columns", false);
 	row.filter = text_arg(fcinfo, 3, "filter", false);
 	row.emit = "final";
-	plan = weir_definition_projection_plan(row.source, row.columns, row.filter);
-	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+	plan = plan_from_text(&row, &def);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
 }
 
 /*
@@ -640,7 +491,7 @@ weir_create_join(PG_FUNCTION_ARGS)
 	static const CommonArgs args = {11, 12, 13, 14, 15, -1, 16};
 	WeirPipelineRow row;
 	WeirPlan   *plan;
-	Relation	right;
+	WeirDefinition *def;
 	Interval   *iv;
 
 	begin_create(fcinfo, &row);
@@ -650,14 +501,7 @@ weir_create_join(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"right_source\" must not be null")));
 	row.right_source = PG_GETARG_OID(2);
-	right = table_open(row.right_source, AccessShareLock);
-	(void) weir_topic_get(right);
-	if (pg_class_aclcheck(row.right_source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read topic \"%s\"", RelationGetRelationName(right)),
-				 errhint("A pipeline reads with its owner's privileges.")));
-	table_close(right, NoLock);
+	weir_check_source(row.right_source, GetUserId());
 	if (row.right_source == row.source)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -680,60 +524,119 @@ weir_create_join(PG_FUNCTION_ARGS)
 				 errmsg("kind must be 'inner' or 'left', not '%s'", row.join_kind)));
 	row.columns = text_arg(fcinfo, 10, "columns", false);
 	row.emit = "final";
-	plan = weir_pipeline_plan(&row);
-	PG_RETURN_INT32(finish_create(fcinfo, &row, plan, &args));
+	plan = plan_from_text(&row, &def);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
 }
 
 /*
- * From here on, this background process acts as the pipeline's owner, with
- * the search_path the pipeline was created with: expressions are planned as
- * at creation ("$user" resolves the same) and run, and sinks are written,
- * with the owner's rights.  Catalog writes switch to weir's owner
- * (catalog.c).  For the worker and its checkpoint writer alike.
+ * From here on, this background process acts as the pipeline's owner, in a
+ * security-restricted operation with search_path pg_catalog, pg_temp:
+ * expressions (bound at creation) run, and sinks are written, with the
+ * owner's rights, and nothing on a search_path the owner or anyone else
+ * controls is looked up by name (inlined SQL functions are parsed then).
+ * Catalog writes switch to weir's owner (catalog.c).  For the worker, its
+ * read-ahead process and its checkpoint writer alike.
  */
 void
 weir_pipeline_act_as_owner(WeirPipelineRow *row)
 {
 	SetUserIdAndSecContext(row->owner,
 						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	(void) set_config_option("search_path", row->search_path, PGC_SUSET,
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 }
 
-/* The plan of a catalog row, whatever its kind (the worker's view of it). */
-WeirPlan *
-weir_pipeline_plan(WeirPipelineRow *row)
+WeirOperatorKind
+weir_pipeline_operator(WeirPipelineRow *row)
 {
 	if (strcmp(row->operator, "join") == 0)
-		return weir_definition_join_plan(row->source, row->right_source, row->key,
-										 row->right_key, row->event_time,
-										 row->right_event_time, row->columns,
-										 weir_interval_usecs(&row->join_lower, "lower"),
-										 weir_interval_usecs(&row->join_upper, "upper"),
-										 strcmp(row->join_kind, "left") == 0);
+		return WEIR_OP_JOIN;
 	if (strcmp(row->operator, "projection") == 0)
-		return weir_definition_projection_plan(row->source, row->columns, row->filter);
+		return WEIR_OP_PROJECTION;
 	if (strcmp(row->operator, "last_value") == 0)
-		return weir_definition_last_value_plan(row->source, row->key, row->event_time,
-											   row->columns, row->filter,
-											   row->has_ttl ?
-											   weir_interval_usecs(&row->ttl, "ttl") : 0);
+		return WEIR_OP_LAST_VALUE;
 	if (strcmp(row->operator, "dedup") == 0)
-		return weir_definition_dedup_plan(row->source, row->key, row->event_time,
-										  row->columns, row->filter,
-										  row->has_horizon ?
-										  weir_interval_usecs(&row->horizon, "horizon") : 0);
-	else
-	{
-		WeirWindowing windowing;
+		return WEIR_OP_DEDUP;
+	if (strcmp(row->operator, "window") == 0)
+		return WEIR_OP_WINDOW;
+	elog(ERROR, "unrecognized pipeline operator \"%s\"", row->operator);
+	return WEIR_OP_WINDOW;		/* keep compiler quiet */
+}
 
-		weir_definition_windowing(row->windowing, &windowing);
-		return weir_definition_plan(row->source, row->key, row->event_time,
-									row->aggregates, row->filter, &windowing);
+/* What a plan takes from the catalog row besides the definition. */
+static void
+plan_options(WeirPipelineRow *row, WeirPlanOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (weir_pipeline_operator(row) == WEIR_OP_WINDOW)
+		weir_definition_windowing(row->windowing, &o->windowing);
+	if (row->has_horizon)
+		o->retention = weir_interval_usecs(&row->horizon, "horizon");
+	if (row->has_ttl)
+		o->retention = weir_interval_usecs(&row->ttl, "ttl");
+	if (row->join_kind)
+	{
+		o->join_lower = weir_interval_usecs(&row->join_lower, "lower");
+		o->join_upper = weir_interval_usecs(&row->join_upper, "upper");
+		o->left_outer = strcmp(row->join_kind, "left") == 0;
 	}
 }
 
+/* At creation: the definition's text parsed and bound, and its plan. */
+static WeirPlan *
+plan_from_text(WeirPipelineRow *row, WeirDefinition **def)
+{
+	WeirDefinitionText text;
+	WeirPlanOptions options;
+
+	memset(&text, 0, sizeof(text));
+	text.op = weir_pipeline_operator(row);
+	text.source = row->source;
+	text.right_source = row->right_source;
+	text.key = row->key;
+	text.right_key = row->right_key;
+	text.event_time = row->event_time;
+	text.right_event_time = row->right_event_time;
+	text.aggregates = row->aggregates;
+	text.columns = row->columns;
+	text.filter = row->filter;
+	*def = weir_definition_parse(&text);
+	plan_options(row, &options);
+	return weir_definition_plan(*def, &options);
+}
+
+/*
+ * The plan of a catalog row, from its stored definition (every process
+ * that runs a pipeline, and readers of its state).  Needs a transaction.
+ */
+WeirPlan *
+weir_pipeline_plan(WeirPipelineRow *row)
+{
+	WeirPlanOptions options;
+	WeirDefinition *def;
+
+	def = weir_definition_load(row->definition, weir_pipeline_operator(row), row->nkeys,
+							   row->names, row->source, row->right_source);
+	plan_options(row, &options);
+	return weir_definition_plan(def, &options);
+}
+
 /* --- controlling -------------------------------------------------------- */
+
+/* The pipeline name every management function takes first. */
+static char *
+pipeline_arg(FunctionCallInfo fcinfo)
+{
+	weir_require_arg(fcinfo, 0, "pipeline");
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+static Interval *
+required_interval(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	weir_require_arg(fcinfo, argno, name);
+	return PG_GETARG_INTERVAL_P(argno);
+}
 
 static WeirPipelineRow
 pipeline_for_owner(const char *name)
@@ -756,7 +659,7 @@ PG_FUNCTION_INFO_V1(weir_start);
 Datum
 weir_start(PG_FUNCTION_ARGS)
 {
-	WeirPipelineRow row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	WeirPipelineRow row = pipeline_for_owner(pipeline_arg(fcinfo));
 
 	weir_catalog_pipeline_set_enabled(row.id, true);
 	wake_launcher_at_commit();
@@ -767,7 +670,7 @@ PG_FUNCTION_INFO_V1(weir_stop);
 Datum
 weir_stop(PG_FUNCTION_ARGS)
 {
-	WeirPipelineRow row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	WeirPipelineRow row = pipeline_for_owner(pipeline_arg(fcinfo));
 
 	weir_catalog_pipeline_set_enabled(row.id, false);
 	wake_launcher_at_commit();
@@ -778,10 +681,26 @@ PG_FUNCTION_INFO_V1(weir_drop_pipeline);
 Datum
 weir_drop_pipeline(PG_FUNCTION_ARGS)
 {
-	WeirPipelineRow row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	WeirPipelineRow row = pipeline_for_owner(pipeline_arg(fcinfo));
 
 	weir_catalog_pipeline_delete(row.id);
+	weir_definition_drop(row.definition);
 	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * weir._forget_definition(view oid), called by the sql_drop event trigger
+ * for every dropped view of schema weir_pipelines: a definition goes with
+ * what it depends on (DROP ... CASCADE) or with its owner's objects (DROP
+ * OWNED), and its pipeline with it; the launcher stops the worker.
+ */
+PG_FUNCTION_INFO_V1(weir_forget_definition);
+Datum
+weir_forget_definition(PG_FUNCTION_ARGS)
+{
+	if (weir_catalog_pipeline_delete_by_definition(PG_GETARG_OID(0)))
+		wake_launcher_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -876,8 +795,8 @@ PG_FUNCTION_INFO_V1(weir_checkpoint);
 Datum
 weir_checkpoint(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int64		timeout_us = weir_interval_usecs(PG_GETARG_INTERVAL_P(1), "timeout");
+	char	   *name = pipeline_arg(fcinfo);
+	int64		timeout_us = weir_interval_usecs(required_interval(fcinfo, 1, "timeout"), "timeout");
 	WeirPipelineRow row = pipeline_for_owner(name);
 	WeirPipelineSlot *slot;
 	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
@@ -922,11 +841,7 @@ weir_alter_pipeline(PG_FUNCTION_ARGS)
 	int64		max_state_memory = -1;
 	Interval   *checkpoint_interval = NULL;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"pipeline\" must not be null")));
-	row = pipeline_for_owner(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	row = pipeline_for_owner(pipeline_arg(fcinfo));
 	if (!PG_ARGISNULL(1))
 	{
 		max_state_memory = PG_GETARG_INT64(1);

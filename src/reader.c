@@ -46,6 +46,7 @@
 #include "partition.h"
 #include "reader.h"
 #include "topic.h"
+#include "weir.h"
 
 static Relation
 open_position_index(Relation rel)
@@ -295,15 +296,6 @@ weir_reader_check_access(Relation rel)
 				 errhint("Disable row-level security on the topic table, or read it with a role that bypasses it.")));
 }
 
-static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", name)));
-}
-
 /*
  * weir.read(topic anyelement, partition int, after_position bigint,
  *			 max_rows int) RETURNS SETOF anyelement
@@ -328,9 +320,9 @@ weir_read(PG_FUNCTION_ARGS)
 	Snapshot	snapshot;
 	int64		last = 0;
 
-	require_arg(fcinfo, 1, "partition");
-	require_arg(fcinfo, 2, "after_position");
-	require_arg(fcinfo, 3, "max_rows");
+	weir_require_arg(fcinfo, 1, "partition");
+	weir_require_arg(fcinfo, 2, "after_position");
+	weir_require_arg(fcinfo, 3, "max_rows");
 	part = PG_GETARG_INT32(1);
 	after = PG_GETARG_INT64(2);
 	max_rows = PG_GETARG_INT32(3);
@@ -377,12 +369,16 @@ PG_FUNCTION_INFO_V1(weir_stable_position);
 Datum
 weir_stable_position(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	int32		part = PG_GETARG_INT32(1);
+	Oid			relid;
+	int32		part;
 	Relation	rel;
 	WeirTopic  *topic;
 	WeirPartitionInfo info;
 
+	weir_require_arg(fcinfo, 0, "topic");
+	weir_require_arg(fcinfo, 1, "partition");
+	relid = PG_GETARG_OID(0);
+	part = PG_GETARG_INT32(1);
 	rel = table_open(relid, AccessShareLock);
 	weir_reader_check_access(rel);
 	topic = weir_topic_get(rel);

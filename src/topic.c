@@ -31,7 +31,11 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -88,6 +92,76 @@ ensure_topic_cache(void)
 	CacheRegisterRelcacheCallback(topic_cache_invalidate, (Datum) 0);
 }
 
+static Oid
+index_am(Oid index_oid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(index_oid));
+	Oid			am = InvalidOid;
+
+	if (HeapTupleIsValid(tup))
+	{
+		am = ((Form_pg_class) GETSTRUCT(tup))->relam;
+		ReleaseSysCache(tup);
+	}
+	return am;
+}
+
+/*
+ * A topic's rows are read and numbered by position with low-level scans
+ * that take attribute 1 as the partition (int4) and 2 as the position
+ * (int8), through a btree primary key on exactly those with the default
+ * operator classes.  Its owner may ALTER it; a table no longer of that
+ * shape is refused here, before any scan, rather than misread.
+ */
+static void
+check_topic_shape(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			index_oid;
+	HeapTuple	tup;
+	bool		fits = false;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || desc->natts < 2 ||
+		TupleDescAttr(desc, WEIR_TOPIC_PART_ATTNUM - 1)->attisdropped ||
+		TupleDescAttr(desc, WEIR_TOPIC_PART_ATTNUM - 1)->atttypid != INT4OID ||
+		TupleDescAttr(desc, WEIR_TOPIC_POS_ATTNUM - 1)->attisdropped ||
+		TupleDescAttr(desc, WEIR_TOPIC_POS_ATTNUM - 1)->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("topic \"%s\" no longer has the shape of a topic",
+						RelationGetRelationName(rel)),
+				 errdetail("A topic is a table whose first two columns are part integer and pos bigint."),
+				 errhint("Undo the change to the table, or recreate the topic with weir.create_topic().")));
+	(void) RelationGetIndexList(rel);	/* makes rd_pkindex valid */
+	index_oid = rel->rd_pkindex;
+	tup = OidIsValid(index_oid) ?
+		SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid)) : NULL;
+	if (tup && HeapTupleIsValid(tup))
+	{
+		Form_pg_index index = (Form_pg_index) GETSTRUCT(tup);
+		bool		isnull;
+		oidvector  *classes = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tup,
+																		  Anum_pg_index_indclass,
+																		  &isnull));
+
+		fits = !isnull && index->indnatts == 2 && index->indnkeyatts == 2 &&
+			index->indkey.values[0] == WEIR_TOPIC_PART_ATTNUM &&
+			index->indkey.values[1] == WEIR_TOPIC_POS_ATTNUM &&
+			index_am(index_oid) == BTREE_AM_OID &&
+			classes->values[0] == GetDefaultOpClass(INT4OID, BTREE_AM_OID) &&
+			classes->values[1] == GetDefaultOpClass(INT8OID, BTREE_AM_OID) &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+		ReleaseSysCache(tup);
+	}
+	if (!fits)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("topic \"%s\" has no primary key on (part, pos)",
+						RelationGetRelationName(rel)),
+				 errhint("Undo the change to the table, or recreate the topic with weir.create_topic().")));
+}
+
 /*
  * What `rel` is as a topic, or NULL if it is not one.  The result lives in
  * TopMemoryContext until the next invalidation of the relation.
@@ -112,6 +186,7 @@ weir_topic_lookup(Relation rel)
 		return NULL;
 	}
 
+	check_topic_shape(rel);
 	topic = hash_search(topic_cache, &relid, HASH_ENTER, &found);
 	if (found && topic->slotnos && topic->partitions != row.partitions)
 	{
@@ -564,10 +639,11 @@ PG_FUNCTION_INFO_V1(weir_drop_topic);
 Datum
 weir_drop_topic(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-
+	Oid			relid;
 	char	   *reader;
 
+	weir_require_arg(fcinfo, 0, "topic");
+	relid = PG_GETARG_OID(0);
 	(void) topic_row_for_owner(relid);
 	reader = weir_catalog_pipeline_reading(relid);
 	if (reader)

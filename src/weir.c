@@ -175,3 +175,17 @@ weir_check_preloaded(PG_FUNCTION_ARGS)
 				 errhint("Add weir to shared_preload_libraries in postgresql.conf and restart the server.")));
 	PG_RETURN_VOID();
 }
+
+/*
+ * weir's functions are not STRICT: a NULL where a value is required is an
+ * error (22004) naming the argument, not a silent NULL result.
+ */
+void
+weir_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", name)));
+}
+

@@ -13,8 +13,14 @@
 #ifndef WEIR_WEIR_H
 #define WEIR_WEIR_H
 
+#include "fmgr.h"
+
 /* true in processes forked from a postmaster that preloaded the library */
 extern bool weir_preloaded;
+
+/* An argument a function cannot do without: NULL raises 22004. */
+extern void weir_require_arg(FunctionCallInfo fcinfo, int argno, const char *name);
+
 
 extern char *weir_database;
 extern int	weir_max_partitions;

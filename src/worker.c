@@ -44,6 +44,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -61,10 +62,30 @@
 #include "topic.h"
 #include "window.h"
 #include "worker.h"
+#include "write_target.h"
 
 #define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
 
 static WeirWorker *worker = NULL;
+
+/*
+ * A relation changed (ALTER TABLE, a policy, a grant...): before the next
+ * record, the tables are checked again as at the start.  Dependencies of
+ * the definition keep the columns it uses from changing type
+ * (write_target.c); this catches the rest (row-level security enabled, a
+ * privilege revoked, a NOT NULL column added).
+ */
+static volatile bool tables_changed = false;
+
+static void
+relation_changed(Datum arg, Oid relid)
+{
+	WeirWorker *w = worker;
+
+	if (w == NULL || relid == InvalidOid || relid == w->row.source ||
+		relid == w->row.right_source || relid == w->row.sink || relid == w->row.late_records)
+		tables_changed = true;
+}
 
 static void stop_out_of_memory(WeirWorker *w) pg_attribute_noreturn();
 static int64 held_entries(WeirWorker *w);
@@ -1119,6 +1140,11 @@ run(WeirWorker *w)
 		}
 		now = weir_clock_now();
 		begin_round();
+		if (tables_changed)
+		{
+			tables_changed = false;
+			weir_check_tables(w->plan, &w->row, w->row.owner);
+		}
 		if (w->read_ahead)
 		{
 			WeirReadAheadRound round;
@@ -1321,12 +1347,10 @@ weir_worker_setup_reading(int32 id)
 		ereport(LOG, (errmsg("weir pipeline %d no longer exists", id)));
 		proc_exit(0);
 	}
-	if (pg_class_aclcheck(w->row.source, w->row.owner, ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("owner of pipeline \"%s\" may no longer read its source", w->row.name)));
 	weir_pipeline_act_as_owner(&w->row);
 	w->plan = weir_pipeline_plan(&w->row);
+	/* what was checked at creation may have changed since (write_target.c) */
+	weir_check_tables(w->plan, &w->row, w->row.owner);
 	/* the sources: a join's left and right, every other kind's one */
 	w->nsides = w->plan->op == WEIR_OP_JOIN ? 2 : 1;
 	w->partitions = 0;
@@ -1336,10 +1360,6 @@ weir_worker_setup_reading(int32 id)
 
 		side->plan = s == 0 ? w->plan : w->plan->right;
 		side->source = s == 0 ? w->row.source : w->row.right_source;
-		if (s > 0 && pg_class_aclcheck(side->source, w->row.owner, ACL_SELECT) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("owner of pipeline \"%s\" may no longer read its source", w->row.name)));
 		rel = table_open(side->source, AccessShareLock);
 		side->partitions = weir_topic_get(rel)->partitions;
 		side->source_name = pstrdup(RelationGetRelationName(rel));
@@ -1394,6 +1414,20 @@ setup(int32 id)
 	return w;
 }
 
+/*
+ * Errors a restart cannot cure: the definition or the tables around it no
+ * longer fit (write_target.c), or the owner lost a privilege.  The pipeline
+ * is disabled with the error as its status, not restarted in a loop; its
+ * owner fixes the cause and calls weir.start().
+ */
+static bool
+error_is_permanent(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION ||
+		sqlerrcode == ERRCODE_FEATURE_NOT_SUPPORTED ||
+		sqlerrcode == ERRCODE_UNDEFINED_OBJECT;
+}
+
 void
 weir_worker_main(Datum main_arg)
 {
@@ -1433,6 +1467,7 @@ weir_worker_main(Datum main_arg)
 		SpinLockRelease(&slot->mutex);
 		before_shmem_exit(worker_detach, PointerGetDatum(slot));
 
+		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
 		worker = setup(id);
 		worker->slot = slot;
 		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
@@ -1476,7 +1511,8 @@ weir_worker_main(Datum main_arg)
 		RESUME_INTERRUPTS();
 		/* record why, so that weir.pipelines can say it */
 		begin_round();
-		weir_catalog_pipeline_set_status(id, "failed", edata->message, false);
+		weir_catalog_pipeline_set_status(id, "failed", edata->message,
+										 error_is_permanent(edata->sqlerrcode));
 		end_round();
 		proc_exit(1);
 	}
