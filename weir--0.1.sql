@@ -389,9 +389,14 @@ CREATE TABLE weir.restores (
 
 CREATE TABLE weir.dead_letters (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	-- a record that could not be processed: its topic, partition and
+	-- position, and the record as JSON; a row that could not be written:
+	-- the table (the sink), no partition or position, and the row as JSON;
+	-- a late record that could not be written: its topic, partition and
+	-- position (read it there)
 	source			regclass NOT NULL,
-	partition		integer NOT NULL,
-	position		bigint NOT NULL,
+	partition		integer,
+	position		bigint,
 	error			text NOT NULL,
 	record			jsonb,
 	at				timestamptz NOT NULL DEFAULT now()

@@ -13,7 +13,10 @@
  *					more than an int64 count could number.  Eight bytes a
  *					window fewer than a separate count (bench/window.sh)
  *	avg (int):		int64 n, int128 sum
- *	sum, avg (f8):	int64 n, float8 sum
+ *	sum, avg (f8):	int64 n, float8 sum; bit 62 of n (FLOAT_OVERFLOWED) set
+ *					once finite inputs summed to an infinity, where
+ *					PostgreSQL's float8pl and float8_accum raise "value out
+ *					of range: overflow"
  *	min, max:		int64 n, Datum value (by-value types only)
  * n counts non-null inputs, so an all-null window yields NULL as SQL does.
  * Final values are computed with PostgreSQL's own functions (numeric
@@ -55,6 +58,18 @@ state_value(WeirAggSpec *agg, char *states)
 }
 
 #define SUM_INT_FLIP	(((uint128) 1) << 127)
+#define FLOAT_OVERFLOWED	(INT64CONST(1) << 62)
+
+/* A float sum, and whether it overflowed (PostgreSQL's float8pl check). */
+static inline float8
+float_add(float8 a, float8 b, bool *overflowed)
+{
+	float8		r = a + b;
+
+	if (unlikely(isinf(r)) && !isinf(a) && !isinf(b))
+		*overflowed = true;
+	return r;
+}
 
 /* A sum (int) state: false when no non-null input was added yet. */
 static inline bool
@@ -148,8 +163,11 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 		case WEIR_AGG_AVG_FLOAT8:
 			{
 				float8	   *sum = (float8 *) state_value(agg, states);
+				bool		overflowed = false;
 
-				*sum += DatumGetFloat8(value);
+				*sum = float_add(*sum, DatumGetFloat8(value), &overflowed);
+				if (unlikely(overflowed))
+					*n |= FLOAT_OVERFLOWED;
 				break;
 			}
 		case WEIR_AGG_MIN:
@@ -175,6 +193,27 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 			break;
 	}
 	(*n)++;
+}
+
+/*
+ * The error weir_agg_final would raise for these states, as GROUP BY over
+ * the same rows raises it, or NULL: a checkpoint asks first, so that such
+ * a window becomes a dead letter instead of failing every checkpoint.
+ */
+const char *
+weir_agg_final_problem(WeirAggSpec *agg, char *states)
+{
+	if (agg->kind == WEIR_AGG_SUM_INT && agg->resulttype == INT8OID)
+	{
+		int128		sum;
+
+		if (sum_int_get(agg, states, &sum) && (sum < PG_INT64_MIN || sum > PG_INT64_MAX))
+			return "bigint out of range";
+	}
+	else if ((agg->kind == WEIR_AGG_SUM_FLOAT8 || agg->kind == WEIR_AGG_AVG_FLOAT8) &&
+			 (*state_n(agg, states) & FLOAT_OVERFLOWED))
+		return "value out of range: overflow";
+	return NULL;
 }
 
 /* Merge the state `from` into `into` (session windows that meet). */
@@ -223,8 +262,15 @@ weir_agg_combine(WeirAggSpec *agg, char *into, char *from)
 			}
 		case WEIR_AGG_SUM_FLOAT8:
 		case WEIR_AGG_AVG_FLOAT8:
-			*(float8 *) state_value(agg, into) += *(float8 *) state_value(agg, from);
-			break;
+			{
+				float8	   *sum = (float8 *) state_value(agg, into);
+				bool		overflowed = ((*n_into | n_from) & FLOAT_OVERFLOWED) != 0;
+
+				*sum = float_add(*sum, *(float8 *) state_value(agg, from), &overflowed);
+				*n_into = ((*n_into & ~FLOAT_OVERFLOWED) + (n_from & ~FLOAT_OVERFLOWED)) |
+					(overflowed ? FLOAT_OVERFLOWED : 0);
+				return;
+			}
 		case WEIR_AGG_SUM_INT:	/* above */
 		case WEIR_AGG_GENERIC:
 			break;
@@ -283,10 +329,23 @@ weir_agg_final(WeirAggSpec *agg, char *states, bool *isnull)
 		if (*isnull)
 			return (Datum) 0;
 		if (agg->resulttype == INT8OID)
+		{
+			if (sum < PG_INT64_MIN || sum > PG_INT64_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("bigint out of range")));
 			return Int64GetDatum((int64) sum);
+		}
 		return int128_numeric(sum);
 	}
 	n = *state_n(agg, states);
+	if (agg->kind == WEIR_AGG_SUM_FLOAT8 || agg->kind == WEIR_AGG_AVG_FLOAT8)
+	{
+		if (n & FLOAT_OVERFLOWED)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("value out of range: overflow")));
+	}
 	*isnull = false;
 	switch (agg->kind)
 	{

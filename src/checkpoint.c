@@ -52,6 +52,7 @@
 #include "join.h"
 #include "lastvalue.h"
 #include "sink.h"
+#include "sink_guard.h"
 #include "sink_rows.h"
 #include "window_chunks.h"
 #include "worker.h"
@@ -230,12 +231,38 @@ add_window_image(WeirWorker *w, WeirWindowChunkBuilder *cb, WeirWindow *win)
 	weir_window_set_flags(win, WEIR_WINDOW_PERSISTED);
 }
 
-/* Sink rows into the package, when there are any. */
+/*
+ * Sink rows into the package, when there are any, and the windows that
+ * could not be rows as dead letters of the sink (no partition, no
+ * position: a window is made of many records).
+ */
 static void
-package_sink_rows(WeirPackage *pkg, WeirPackageOpKind kind, WeirSinkRows *rows)
+package_sink_rows(WeirWorker *w, WeirPackage *pkg, WeirPackageOpKind kind, WeirSinkRows *rows)
 {
+	ListCell   *lc;
+	WeirColumn	d[4];
+
 	if (rows->cols[0].n > 0)
 		weir_package_add_columns(pkg, kind, InvalidOid, rows->cols, rows->ncols);
+	if (rows->problems == NIL)
+		return;
+	weir_column_init(&d[0], INT4OID);
+	weir_column_init(&d[1], INT8OID);
+	weir_column_init(&d[2], TEXTOID);
+	weir_column_init(&d[3], JSONBOID);
+	foreach(lc, rows->problems)
+	{
+		WeirSinkProblem *p = lfirst(lc);
+
+		weir_column_add(&d[0], (Datum) 0, true);
+		weir_column_add(&d[1], (Datum) 0, true);
+		weir_column_add(&d[2], CStringGetTextDatum(p->error), false);
+		weir_column_add(&d[3], DirectFunctionCall1(jsonb_in, CStringGetDatum(p->record)), false);
+		pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
+	}
+	weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->row.sink, d, 4);
+	list_free_deep(rows->problems);
+	rows->problems = NIL;
 }
 
 /* Keys of sink rows to delete into the package, when there are any. */
@@ -354,8 +381,8 @@ window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 	}
 	weir_window_chunks_finish(&chunks);
 	package_sink_deletes(pkg, retract, plan->nkeys + 1);
-	package_sink_rows(pkg, WEIR_PKG_SINK_INSERT, fresh);
-	package_sink_rows(pkg, WEIR_PKG_SINK_UPSERT, sink);
+	package_sink_rows(w, pkg, WEIR_PKG_SINK_INSERT, fresh);
+	package_sink_rows(w, pkg, WEIR_PKG_SINK_UPSERT, sink);
 	weir_window_chunks_package(&w->window_chunks, &chunks, pkg, w->watermark);
 	n->sink_rows = sink->cols[0].n + fresh->cols[0].n;
 	n->state_rows = chunks.total_entries;
@@ -434,8 +461,8 @@ last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
 			weir_column_add(&gone[i], keyvals[i], false);
 	}
 	package_sink_deletes(pkg, gone_list, plan->nkeys);
-	package_sink_rows(pkg, WEIR_PKG_SINK_INSERT, &fresh);
-	package_sink_rows(pkg, WEIR_PKG_SINK_UPSERT, &changed);
+	package_sink_rows(w, pkg, WEIR_PKG_SINK_INSERT, &fresh);
+	package_sink_rows(w, pkg, WEIR_PKG_SINK_UPSERT, &changed);
 	weir_keyed_package(lv->keys, pkg, w->watermark, &collected);
 	n->sink_rows = fresh.cols[0].n + changed.cols[0].n;
 	n->state_rows = collected.entries;
@@ -592,6 +619,61 @@ weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackag
 	h->synced = weir_clock_now();
 }
 
+/* What a guarded write (sink_guard.c) needs to write a set of rows again. */
+typedef struct GuardedSinkWrite
+{
+	WeirWorker *w;
+	int			ncols;
+	bool		upsert;
+	int64		watermark;		/* late records */
+} GuardedSinkWrite;
+
+static void
+guarded_sink_rows(void *arg, WeirColumn *cols)
+{
+	GuardedSinkWrite *g = arg;
+	WeirSinkRows rows = {g->w->plan, cols, g->ncols, NULL};
+
+	write_sink_rows(g->w, &rows, g->upsert);
+}
+
+static void
+guarded_sink_deletes(void *arg, WeirColumn *cols)
+{
+	GuardedSinkWrite *g = arg;
+	WeirColumn **key = palloc(sizeof(WeirColumn *) * g->ncols);
+
+	for (int i = 0; i < g->ncols; i++)
+		key[i] = &cols[i];
+	delete_sink_rows(g->w, key);
+}
+
+static void
+guarded_late(void *arg, WeirColumn *cols)
+{
+	GuardedSinkWrite *g = arg;
+
+	weir_catalog_write_late(g->w->row.late_records, g->w->row.source,
+							weir_column_array(&cols[0]), weir_column_array(&cols[1]),
+							TimestampTzGetDatum(g->watermark));
+}
+
+/* The sink, as a guarded write's target: dead letters keyed by its columns. */
+static WeirGuardTarget
+sink_target(WeirWorker *w)
+{
+	WeirGuardTarget t;
+	const char **names = palloc(sizeof(char *) * Max(w->plan->nsinkcols, 1));
+
+	for (int i = 0; i < w->plan->nsinkcols; i++)
+		names[i] = w->plan->sinkcols[i].name;
+	t.relid = w->row.sink;
+	t.what = psprintf("sink \"%s\"", get_rel_name(w->row.sink));
+	t.positions = false;
+	t.names = names;
+	return t;
+}
+
 /*
  * Async phase: do the writes of a package, and its weir.checkpoints row,
  * in the current transaction, as the pipeline's owner (the sink) and as
@@ -621,19 +703,19 @@ weir_checkpoint_execute(WeirWorker *w, const char *data, Size len, WeirCheckpoin
 		{
 			case WEIR_PKG_SINK_DELETE:
 				{
-					WeirColumn **key = palloc(sizeof(WeirColumn *) * op->ncols);
+					GuardedSinkWrite g = {w, op->ncols, false, 0};
+					WeirGuardTarget t = sink_target(w);
 
-					for (int i = 0; i < op->ncols; i++)
-						key[i] = &cols[i];
-					delete_sink_rows(w, key);
+					weir_guarded_write(w, cols, op->ncols, guarded_sink_deletes, &g, &t);
 					break;
 				}
 			case WEIR_PKG_SINK_INSERT:
 			case WEIR_PKG_SINK_UPSERT:
 				{
-					WeirSinkRows	rows = {w->plan, cols, op->ncols, NULL};
+					GuardedSinkWrite g = {w, op->ncols, op->kind == WEIR_PKG_SINK_UPSERT, 0};
+					WeirGuardTarget t = sink_target(w);
 
-					write_sink_rows(w, &rows, op->kind == WEIR_PKG_SINK_UPSERT);
+					weir_guarded_write(w, cols, op->ncols, guarded_sink_rows, &g, &t);
 					break;
 				}
 			case WEIR_PKG_CHUNKS:
@@ -660,10 +742,14 @@ weir_checkpoint_execute(WeirWorker *w, const char *data, Size len, WeirCheckpoin
 												weir_column_array(&cols[3]));
 				break;
 			case WEIR_PKG_LATE:
-				weir_catalog_write_late(op->oid, w->row.source, weir_column_array(&cols[0]),
-										weir_column_array(&cols[1]),
-										TimestampTzGetDatum(op->watermark));
-				break;
+				{
+					GuardedSinkWrite g = {w, 2, false, op->watermark};
+					WeirGuardTarget t = {w->row.source, NULL, true, NULL};
+
+					t.what = psprintf("late-records table \"%s\"", get_rel_name(op->oid));
+					weir_guarded_write(w, cols, 2, guarded_late, &g, &t);
+					break;
+				}
 			default:
 				elog(ERROR, "unrecognized checkpoint package write: %d", op->kind);
 		}

@@ -403,12 +403,13 @@ weir_sink_try_insert(void (*insert) (void *arg), void *arg)
 
 		MemoryContextSwitchTo(oldcxt);
 		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			PG_RE_THROW();
 		FlushErrorState();
+		/* out of the subtransaction before anything else: callers nest them */
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
 	}
 	PG_END_TRY();
 	return done;

@@ -19,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include "utils/json.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "aggregate.h"
@@ -34,6 +36,38 @@ weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan)
 	s->keyvals = palloc(sizeof(Datum) * Max(plan->nkeys, 1));
 	for (int i = 0; i < s->ncols; i++)
 		weir_column_init(&s->cols[i], plan->sinkcols[i].type);
+	s->problems = NIL;
+}
+
+/* A window that cannot be a row, with its key (decoded in s->keyvals) and bounds. */
+static void
+add_problem(WeirSinkRows *s, const char *error, TimestampTz start, TimestampTz end)
+{
+	WeirPlan   *plan = s->plan;
+	WeirSinkProblem *p = palloc(sizeof(WeirSinkProblem));
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < plan->nkeys; i++)
+	{
+		Oid			output;
+		bool		varlena;
+
+		getTypeOutputInfo(plan->sinkcols[i].type, &output, &varlena);
+		escape_json(&buf, plan->sinkcols[i].name);
+		appendStringInfoString(&buf, ": ");
+		escape_json(&buf, OidOutputFunctionCall(output, s->keyvals[i]));
+		appendStringInfoString(&buf, ", ");
+	}
+	appendStringInfoString(&buf, "\"window_start\": ");
+	escape_json(&buf, timestamptz_to_str(start));
+	appendStringInfoString(&buf, ", \"window_end\": ");
+	escape_json(&buf, timestamptz_to_str(end));
+	appendStringInfoChar(&buf, '}');
+	p->error = psprintf("the window's aggregates cannot be computed: %s", error);
+	p->record = buf.data;
+	s->problems = lappend(s->problems, p);
 }
 
 /* One sink row: the key image decoded, the window, the aggregates' results from `states`. */
@@ -45,6 +79,16 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 	int			c = 0;
 
 	weir_checkpoint_decode_key(plan, key, s->keyvals);
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		const char *problem = weir_agg_final_problem(&plan->aggs[i], states);
+
+		if (unlikely(problem != NULL))
+		{
+			add_problem(s, problem, start, end);
+			return;
+		}
+	}
 	for (int i = 0; i < plan->nkeys; i++)
 		weir_column_add(&s->cols[c++], s->keyvals[i], false);
 	weir_column_add(&s->cols[c++], TimestampTzGetDatum(start), false);

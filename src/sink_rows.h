@@ -16,6 +16,7 @@
 #include "datatype/timestamp.h"
 
 #include "columns.h"
+#include "nodes/pg_list.h"
 #include "definition.h"
 
 /* Sink rows under construction: one WeirColumn per sink column. */
@@ -25,7 +26,18 @@ typedef struct WeirSinkRows
 	WeirColumn *cols;
 	int			ncols;
 	Datum	   *keyvals;		/* scratch: a key image decoded */
+	/*
+	 * Windows whose values cannot be computed (weir_agg_final_problem): a
+	 * WeirSinkProblem each, dead letters instead of rows
+	 */
+	List	   *problems;
 } WeirSinkRows;
+
+typedef struct WeirSinkProblem
+{
+	char	   *error;
+	char	   *record;			/* the window's key and bounds, as JSON text */
+} WeirSinkProblem;
 
 extern void weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan);
 extern void weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start,

@@ -284,6 +284,14 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 	pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
 }
 
+static const char *
+event_time_out_of_range(WeirWorker *w, TimestampTz t)
+{
+	return psprintf("event time %s is outside the range this pipeline can place (%s to %s)",
+					timestamptz_to_str(t), timestamptz_to_str(w->min_event_time),
+					timestamptz_to_str(w->max_event_time_allowed));
+}
+
 static void
 mark_dead(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, const char *error)
 {
@@ -371,6 +379,11 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	if (isnull || TIMESTAMP_NOT_FINITE(r->t))
 	{
 		mark_dead(w, r, slot, isnull ? "event time is null" : "event time is infinite");
+		goto done;
+	}
+	if (unlikely(r->t < w->min_event_time || r->t > w->max_event_time_allowed))
+	{
+		mark_dead(w, r, slot, event_time_out_of_range(w, r->t));
 		goto done;
 	}
 	for (int i = 0; i < plan->nkeys; i++)
@@ -1323,6 +1336,31 @@ run(WeirWorker *w)
 }
 
 /*
+ * The event times a record may have (WeirWorker.min_event_time): every
+ * duration that is added to or subtracted from an event time (window size
+ * and slide or session gap, out-of-orderness, lateness, retention, a
+ * join's bounds) and a day's slack, away from each end of timestamptz's
+ * range.  Each duration is at most WEIR_MAX_DURATION_USECS, so the sum
+ * cannot overflow.
+ */
+static void
+set_event_time_range(WeirWorker *w)
+{
+	WeirPlan   *plan = w->plan;
+	int64		margin = USECS_PER_DAY;
+
+	margin += weir_interval_usecs(&w->row.out_of_orderness, "out_of_orderness");
+	margin += weir_interval_usecs(&w->row.allowed_lateness, "allowed_lateness");
+	if (plan->op == WEIR_OP_WINDOW)
+		margin += plan->windowing.size + plan->windowing.slide;
+	margin += plan->retention;
+	if (plan->op == WEIR_OP_JOIN)
+		margin += Max(plan->join_lower, 0) + Max(plan->join_upper, 0) + plan->right->retention;
+	w->min_event_time = MIN_TIMESTAMP + margin;
+	w->max_event_time_allowed = END_TIMESTAMP - 1 - margin;
+}
+
+/*
  * A worker as far as reading and evaluating its sources goes: its catalog
  * row, plan, sources, positions (all 0) and compiled expressions, acting as
  * the pipeline's owner.  The worker goes on from there (setup); the
@@ -1367,6 +1405,7 @@ weir_worker_setup_reading(int32 id)
 		w->partitions += side->partitions;
 		table_close(rel, AccessShareLock);
 	}
+	set_event_time_range(w);
 	w->side = &w->sides[0];
 	w->cur_part = -1;
 	w->pos = palloc0(sizeof(int64) * w->partitions);

@@ -120,6 +120,14 @@ typedef struct WeirWorker
 	TimestampTz watermark;		/* never decreases */
 	int32		watermark_holder;	/* partition holding it back; -1: none */
 
+	/*
+	 * Event times a record may have: far enough inside timestamptz's range
+	 * that no window bound, watermark or expiry computed from it leaves
+	 * it (weir_worker_setup_reading); outside, it is a dead letter.
+	 */
+	TimestampTz min_event_time;
+	TimestampTz max_event_time_allowed;
+
 	int64		out_of_orderness;	/* us */
 	int64		lateness;		/* us */
 	int64		idle_timeout;	/* us; 0: none */

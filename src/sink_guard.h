@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink_guard.h
+ *	  Checkpoint writes in which a row that cannot be written becomes a
+ *	  dead letter instead of failing the checkpoint.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/sink_guard.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_SINK_GUARD_H
+#define WEIR_SINK_GUARD_H
+
+#include "columns.h"
+#include "worker.h"
+
+/* Writes the rows of cols (all the same length) */
+typedef void (*WeirGuardedWrite) (void *arg, WeirColumn *cols);
+
+typedef struct WeirGuardTarget
+{
+	Oid			relid;			/* the dead letters' source */
+	const char *what;			/* prefix of their error: 'sink "x"' */
+	bool		positions;		/* cols[0], cols[1]: partition, position */
+	const char *const *names;	/* else: the columns' names, for the JSON */
+} WeirGuardTarget;
+
+extern bool weir_error_is_about_data(int sqlerrcode);
+extern void weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols,
+							   WeirGuardedWrite write, void *arg,
+							   const WeirGuardTarget *target);
+
+#endif							/* WEIR_SINK_GUARD_H */
