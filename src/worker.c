@@ -287,9 +287,12 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 static const char *
 event_time_out_of_range(WeirWorker *w, TimestampTz t)
 {
+	/* timestamptz_to_str returns a static buffer */
+	char	   *at = pstrdup(timestamptz_to_str(t));
+	char	   *from = pstrdup(timestamptz_to_str(w->min_event_time));
+
 	return psprintf("event time %s is outside the range this pipeline can place (%s to %s)",
-					timestamptz_to_str(t), timestamptz_to_str(w->min_event_time),
-					timestamptz_to_str(w->max_event_time_allowed));
+					at, from, timestamptz_to_str(w->max_event_time_allowed));
 }
 
 static void

@@ -1,0 +1,85 @@
+-- Poison records (issue 15): a record that cannot be processed or written
+-- becomes a dead letter with its error, in the checkpoint's transaction, and
+-- the pipeline carries on; everything else equals the plain-SQL answer.
+SET timezone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+CREATE FUNCTION dead_letters_of(pipeline text)
+RETURNS TABLE (source regclass, part integer, pos bigint, error text) LANGUAGE sql AS $$
+	SELECT d.source, d.partition, d.position, d.error FROM weir.dead_letters d
+	  JOIN weir.pipeline p ON p.id = d.pipeline_id
+	 WHERE p.name = pipeline ORDER BY d.position NULLS LAST, d.error $$;
+
+------------------------------------------------------------------------------
+-- A key too large for the sink's unique index: 10 MB of text, poorly
+-- compressible, into a tumbling window and a last value
+------------------------------------------------------------------------------
+SELECT weir.create_topic('big', 'k text, t timestamptz, v int');
+SELECT weir.create_pipeline('big_tum', 'big', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n, sum(v) AS total',
+                            checkpoint_interval => '1 hour') > 0 AS created;
+SELECT weir.create_last_value('big_last', 'big', key => 'k', event_time => 't',
+                              checkpoint_interval => '1 hour') > 0 AS created;
+INSERT INTO big (k, t, v)
+SELECT 'k' || (g % 3), '2024-01-01 00:00:00+00'::timestamptz + g * interval '1 s', g FROM generate_series(1, 90) g;
+INSERT INTO big (k, t, v)
+SELECT string_agg(md5(i::text), ''), '2024-01-01 00:05:30+00', 1 FROM generate_series(1, 327680) i;
+INSERT INTO big (k, t, v) VALUES ('k0', '2024-01-01 00:10:00+00', 0);
+SELECT weir.checkpoint('big_tum') > 0 AS checkpointed, weir.checkpoint('big_last') > 0 AS checkpointed;
+SELECT name, status, records_dead FROM weir.pipelines WHERE name LIKE 'big%' ORDER BY 1;
+SELECT source, part, pos, error FROM dead_letters_of('big_tum');
+SELECT source, part, pos, error FROM dead_letters_of('big_last');
+SELECT length(d.record::text) > 10000000 AS whole_key_kept FROM weir.dead_letters d
+  JOIN weir.pipeline p ON p.id = d.pipeline_id WHERE p.name = 'big_last';
+-- the other windows and keys are all there, as GROUP BY has them
+SELECT (SELECT count(*) FROM (SELECT k, window_start, n, total FROM big_tum
+                              EXCEPT SELECT k, date_trunc('minute', t), count(*), sum(v) FROM big
+                                      WHERE length(k) < 100 AND t < '2024-01-01 00:10:00+00' GROUP BY 1, 2) d) AS only_in_sink,
+       (SELECT count(*) FROM (SELECT k, date_trunc('minute', t), count(*), sum(v) FROM big
+                               WHERE length(k) < 100 AND t < '2024-01-01 00:10:00+00' GROUP BY 1, 2
+                              EXCEPT SELECT k, window_start, n, total FROM big_tum) d) AS only_in_oracle;
+SELECT k, v FROM big_last ORDER BY k;
+-- another record of the big key: its new row is a dead letter too; the pipeline runs on
+INSERT INTO big (k, t, v) SELECT k, '2024-01-01 00:10:01+00', 7 FROM big WHERE length(k) > 100;
+INSERT INTO big (k, t, v) VALUES ('k1', '2024-01-01 00:10:02+00', 8);
+SELECT weir.checkpoint('big_last') > 0 AS checkpointed;
+SELECT status, records_dead FROM weir.pipelines WHERE name = 'big_last';
+SELECT k, v FROM big_last ORDER BY k;
+SELECT weir.drop_pipeline('big_tum');
+SELECT weir.drop_pipeline('big_last');
+
+------------------------------------------------------------------------------
+-- Overflows: GROUP BY raises "value out of range: overflow" for a
+-- sum(float8) of finite values past the type's range; such a window is a
+-- dead letter, every other window is written
+------------------------------------------------------------------------------
+SELECT weir.create_topic('ovf', 'k int, t timestamptz, i int, f float8');
+SELECT weir.create_pipeline('ovf_tum', 'ovf', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'),
+                            aggregates => 'sum(i) AS si, sum(f) AS sf, avg(f) AS af, count(*) AS n',
+                            checkpoint_interval => '1 hour') > 0 AS created;
+-- key 2: a float sum that overflows (its finite inputs add up past float8); key 3: fine
+INSERT INTO ovf (k, t, i, f) VALUES (2, '2024-01-01 00:00:20+00', 1, 1.5e308), (2, '2024-01-01 00:00:21+00', 1, 1.5e308),
+                                    (3, '2024-01-01 00:00:30+00', 5, 2.5), (3, '2024-01-01 00:00:31+00', 7, 0.5);
+SELECT k, sum(f) FROM ovf WHERE k = 2 GROUP BY k;
+INSERT INTO ovf (k, t, i, f) VALUES (3, '2024-01-01 00:05:00+00', 0, 0);
+SELECT weir.checkpoint('ovf_tum') > 0 AS checkpointed;
+SELECT status, records_dead FROM weir.pipelines WHERE name = 'ovf_tum';
+SELECT source, part, pos, error FROM dead_letters_of('ovf_tum');
+SELECT k, window_start, si, sf, af, n FROM ovf_tum ORDER BY k, window_start;
+SELECT weir.drop_pipeline('ovf_tum');
+
+------------------------------------------------------------------------------
+-- Event times at the ends of timestamptz: no window bound may leave the
+-- type's range; such records are dead letters with their positions
+------------------------------------------------------------------------------
+SELECT weir.create_topic('edge', 'k int, t timestamptz');
+SELECT weir.create_pipeline('edge_hop', 'edge', key => 'k', event_time => 't',
+                            windowing => weir.hopping('1 hour', '30 minutes'), aggregates => 'count(*) AS n',
+                            out_of_orderness => '1 minute', checkpoint_interval => '1 hour') > 0 AS created;
+INSERT INTO edge (k, t) VALUES (1, '4714-11-24 00:00:00+00 BC'), (1, '294276-12-31 23:59:59+00'),
+                               (1, '2024-01-01 00:10:00+00'), (1, '2024-01-01 05:00:00+00');
+SELECT weir.checkpoint('edge_hop') > 0 AS checkpointed;
+SELECT status, records_dead FROM weir.pipelines WHERE name = 'edge_hop';
+SELECT source, part, pos, error FROM dead_letters_of('edge_hop');
+SELECT k, window_start, window_end, n FROM edge_hop ORDER BY window_start;
+SELECT weir.drop_pipeline('edge_hop');
