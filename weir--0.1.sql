@@ -405,6 +405,19 @@ CREATE TABLE weir.dead_letters (
 GRANT SELECT ON weir.pipeline, weir.pipeline_position, weir.checkpoints,
 	weir.restores TO PUBLIC;
 
+-- Records the owner asked a pipeline to move past (weir.skip): each becomes
+-- a dead letter when the pipeline reads it.
+CREATE TABLE weir.pipeline_skip (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	source			regclass NOT NULL,
+	partition		integer NOT NULL,
+	position		bigint NOT NULL,
+	requested_by	name NOT NULL,
+	requested_at	timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (pipeline_id, source, partition, position)
+);
+GRANT SELECT ON weir.pipeline_skip TO PUBLIC;
+
 CREATE FUNCTION weir.create_pipeline(
 	name text,
 	source regclass,
@@ -510,6 +523,11 @@ COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text,
 
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
+CREATE FUNCTION weir.skip(pipeline text, topic regclass, "partition" integer, "position" bigint)
+RETURNS void
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_skip';
+COMMENT ON FUNCTION weir.skip(text, regclass, integer, bigint) IS
+	'the last resort for a record that stops a pipeline: move past it (it becomes a dead letter); then weir.start()';
 CREATE FUNCTION weir.stop(pipeline text) RETURNS void
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_stop';
 CREATE FUNCTION weir.drop_pipeline(pipeline text) RETURNS void

@@ -197,7 +197,16 @@ weir_live_state(PG_FUNCTION_ARGS)
 		as_owner_end(&as);
 		return (Datum) 0;
 	}
+	/* called from inside the pipeline's own worker (a user function) */
+	if (LWLockHeldByMe(&slot->lock))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the live state of pipeline \"%s\" cannot be read from inside its own worker",
+						name)));
+	/* the worker yields its lock to waiting readers between records */
+	pg_atomic_fetch_add_u32(&slot->readers_waiting, 1);
 	LWLockAcquire(&slot->lock, LW_SHARED);
+	pg_atomic_fetch_sub_u32(&slot->readers_waiting, 1);
 	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root))
 	{
 		LWLockRelease(&slot->lock);

@@ -638,8 +638,9 @@ required_interval(FunctionCallInfo fcinfo, int argno, const char *name)
 	return PG_GETARG_INTERVAL_P(argno);
 }
 
-static WeirPipelineRow
-pipeline_for_owner(const char *name)
+/* The catalog row of pipeline `name`, which the current user must own (or be a member of its owner). */
+WeirPipelineRow
+weir_pipeline_for_owner(const char *name)
 {
 	WeirPipelineRow row;
 
@@ -659,7 +660,7 @@ PG_FUNCTION_INFO_V1(weir_start);
 Datum
 weir_start(PG_FUNCTION_ARGS)
 {
-	WeirPipelineRow row = pipeline_for_owner(pipeline_arg(fcinfo));
+	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
 
 	weir_catalog_pipeline_set_enabled(row.id, true);
 	wake_launcher_at_commit();
@@ -670,7 +671,7 @@ PG_FUNCTION_INFO_V1(weir_stop);
 Datum
 weir_stop(PG_FUNCTION_ARGS)
 {
-	WeirPipelineRow row = pipeline_for_owner(pipeline_arg(fcinfo));
+	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
 
 	weir_catalog_pipeline_set_enabled(row.id, false);
 	wake_launcher_at_commit();
@@ -681,7 +682,7 @@ PG_FUNCTION_INFO_V1(weir_drop_pipeline);
 Datum
 weir_drop_pipeline(PG_FUNCTION_ARGS)
 {
-	WeirPipelineRow row = pipeline_for_owner(pipeline_arg(fcinfo));
+	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
 
 	weir_catalog_pipeline_delete(row.id);
 	weir_definition_drop(row.definition);
@@ -797,7 +798,7 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 {
 	char	   *name = pipeline_arg(fcinfo);
 	int64		timeout_us = weir_interval_usecs(required_interval(fcinfo, 1, "timeout"), "timeout");
-	WeirPipelineRow row = pipeline_for_owner(name);
+	WeirPipelineRow row = weir_pipeline_for_owner(name);
 	WeirPipelineSlot *slot;
 	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
 	int64		ticket = 0;
@@ -841,7 +842,7 @@ weir_alter_pipeline(PG_FUNCTION_ARGS)
 	int64		max_state_memory = -1;
 	Interval   *checkpoint_interval = NULL;
 
-	row = pipeline_for_owner(pipeline_arg(fcinfo));
+	row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
 	if (!PG_ARGISNULL(1))
 	{
 		max_state_memory = PG_GETARG_INT64(1);

@@ -110,6 +110,7 @@ weir_shmem_startup(void)
 			pg_atomic_init_u64(&p->records_out, 0);
 			pg_atomic_init_u64(&p->records_late, 0);
 			pg_atomic_init_u64(&p->records_dead, 0);
+			pg_atomic_init_u32(&p->readers_waiting, 0);
 			pg_atomic_init_u64(&p->records_dropped, 0);
 			p->watermark_holder = -1;
 			ConditionVariableInit(&p->checkpoint_cv);
@@ -222,6 +223,7 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 		pg_atomic_write_u64(&found->records_out, 0);
 		pg_atomic_write_u64(&found->records_late, 0);
 		pg_atomic_write_u64(&found->records_dead, 0);
+		pg_atomic_write_u32(&found->readers_waiting, 0);
 		pg_atomic_write_u64(&found->records_dropped, 0);
 	}
 	LWLockRelease(sh->lock);

@@ -62,6 +62,9 @@ typedef struct WeirPipelineSlot
 	LWLock		lock;			/* the worker holds it exclusively while it
 								 * changes its window store; readers of the
 								 * store hold it shared */
+	pg_atomic_uint32 readers_waiting;	/* readers about to take `lock`: the
+										 * worker lets them in within a few
+										 * hundred records (worker.c) */
 	dsa_handle	area;			/* the worker's state area, under lock */
 	dsa_pointer root;			/* its WeirStoreRoot, under lock */
 	slock_t		mutex;

@@ -59,6 +59,7 @@
 #include "process_memory.h"
 #include "read_ahead.h"
 #include "reader.h"
+#include "skip.h"
 #include "topic.h"
 #include "window.h"
 #include "worker.h"
@@ -284,6 +285,16 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 	pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
 }
 
+static bool
+skip_requested(WeirWorker *w, Oid source, int32 part, int64 position)
+{
+	for (int i = 0; i < w->nskips; i++)
+		if (w->skips[i].position == position && w->skips[i].part == part &&
+			w->skips[i].source == source)
+			return true;
+	return false;
+}
+
 static const char *
 event_time_out_of_range(WeirWorker *w, TimestampTz t)
 {
@@ -362,6 +373,12 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	econtext->ecxt_scantuple = slot;
 	/* as a rule the reader deformed them already (scan_group) */
 	slot_getsomeattrs(slot, side->deform_columns);
+	if (unlikely(w->nskips > 0) && skip_requested(w, side->source, part, position))
+	{
+		r->t = DT_NOBEGIN;
+		mark_dead(w, r, slot, "skipped by weir.skip()");
+		goto done;
+	}
 	if (side->event_time_expr == NULL)
 	{
 		/* a projection has no event time: every record passes, none is late */
@@ -592,6 +609,25 @@ prefetch_record(WeirKeyed *keys, WeirEvalRow *rows, int n, int b, int stage,
 		*guess = weir_keyed_prefetch(keys, rows[b].keyhash, stage, *guess);
 }
 
+/*
+ * Every YIELD_EVERY records of a batch, the worker lets go of its slot's
+ * lock for a moment: interrupts are serviced (an LWLock holds them off),
+ * and readers of weir.live_state waiting for the lock get it, rather than
+ * waiting for the whole batch.  The store is consistent between records.
+ */
+#define YIELD_EVERY 256
+
+static void
+yield_slot_lock(WeirWorker *w)
+{
+	LWLockRelease(&w->slot->lock);
+	CHECK_FOR_INTERRUPTS();
+	/* a reader counts itself out once it holds the lock (live.c) */
+	for (int i = 0; i < 100000 && pg_atomic_read_u32(&w->slot->readers_waiting) > 0; i++)
+		pg_usleep(10);
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+}
+
 /* Apply the n evaluated rows of partition `part` of the current side, record by record. */
 static void
 apply_records(WeirWorker *w, int32 part, WeirEvalRow *rows, int n, LateTest late,
@@ -619,6 +655,9 @@ apply_records(WeirWorker *w, int32 part, WeirEvalRow *rows, int n, LateTest late
 		prefetch_record(keys, rows, n, b + PREFETCH_AHEAD, 0, guesses);
 		prefetch_record(keys, rows, n, b + 2 * PREFETCH_AHEAD / 3, 1, guesses);
 		prefetch_record(keys, rows, n, b + PREFETCH_AHEAD / 3, 2, guesses);
+		if (unlikely((b % YIELD_EVERY) == YIELD_EVERY - 1))
+			yield_slot_lock(w);
+		w->cur_pos = r->position;	/* for the error context */
 
 		if (r->kind == WEIR_ROW_DEAD)
 		{
@@ -663,6 +702,10 @@ apply_batch(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 		bool		placed = false;
 		int			nstarts = 0;
 		uint32		keyhash = 0;
+
+		if (unlikely((b % YIELD_EVERY) == YIELD_EVERY - 1))
+			yield_slot_lock(w);
+		w->cur_pos = r->position;	/* for the error context */
 
 		if (r->kind == WEIR_ROW_FILTERED)
 		{
@@ -1409,6 +1452,7 @@ weir_worker_setup_reading(int32 id)
 		table_close(rel, AccessShareLock);
 	}
 	set_event_time_range(w);
+	w->skips = weir_skip_load(w->row.id, &w->nskips);
 	w->side = &w->sides[0];
 	w->cur_part = -1;
 	w->pos = palloc0(sizeof(int64) * w->partitions);
@@ -1468,6 +1512,21 @@ error_is_permanent(int sqlerrcode)
 	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION ||
 		sqlerrcode == ERRCODE_FEATURE_NOT_SUPPORTED ||
 		sqlerrcode == ERRCODE_UNDEFINED_OBJECT;
+}
+
+/*
+ * The error as weir.pipelines shows it: with the record the worker was at,
+ * if any, which weir.skip() can move past.
+ */
+static const char *
+failure_message(ErrorData *edata)
+{
+	WeirWorker *w = worker;
+
+	if (w == NULL || w->cur_part < 0 || w->side == NULL || w->side->source_name == NULL)
+		return edata->message;
+	return psprintf("%s (at topic \"%s\" partition %d position " INT64_FORMAT ")",
+					edata->message, w->side->source_name, w->cur_part, w->cur_pos);
 }
 
 void
@@ -1551,9 +1610,9 @@ weir_worker_main(Datum main_arg)
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		RESUME_INTERRUPTS();
-		/* record why, so that weir.pipelines can say it */
+		/* record why, so that weir.pipelines can say it, and where */
 		begin_round();
-		weir_catalog_pipeline_set_status(id, "failed", edata->message,
+		weir_catalog_pipeline_set_status(id, "failed", failure_message(edata),
 										 error_is_permanent(edata->sqlerrcode));
 		end_round();
 		proc_exit(1);

@@ -127,6 +127,9 @@ typedef struct WeirWorker
 	 */
 	TimestampTz min_event_time;
 	TimestampTz max_event_time_allowed;
+	/* records the owner asked to move past (skip.c): dead letters */
+	int			nskips;
+	struct WeirSkip *skips;
 
 	int64		out_of_orderness;	/* us */
 	int64		lateness;		/* us */

@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ *
+ * skip.h
+ *	  Records a pipeline's owner asked it to move past (weir.skip).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/skip.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_SKIP_H
+#define WEIR_SKIP_H
+
+typedef struct WeirSkip
+{
+	Oid			source;
+	int32		part;
+	int64		position;
+} WeirSkip;
+
+extern WeirSkip *weir_skip_load(int32 pipeline_id, int *n);
+
+#endif							/* WEIR_SKIP_H */
