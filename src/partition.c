@@ -274,6 +274,25 @@ release_registrations(void)
 	nregistered = 0;
 }
 
+/* Free the slots of topic `topic_id` of this database; caller holds sh->lock. */
+static void
+free_topic_slots(WeirShmem *sh, int32 topic_id)
+{
+	for (int i = 0; i < sh->nslots; i++)
+	{
+		WeirPartitionSlot *slot = weir_shmem_slot(i);
+
+		if (slot->dboid != MyDatabaseId || slot->topic_id != topic_id)
+			continue;
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+		slot->dboid = InvalidOid;
+		slot->topic_id = 0;
+		slot->initialised = false;
+		slot->nregs = 0;
+		LWLockRelease(&slot->lock);
+	}
+}
+
 /* Free the slots of topics dropped by the transaction that just committed. */
 static void
 release_forgotten_topics(void)
@@ -286,26 +305,27 @@ release_forgotten_topics(void)
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
 	foreach(lc, forget_at_commit)
-	{
-		int32		topic_id = lfirst_int(lc);
-
-		for (int i = 0; i < sh->nslots; i++)
-		{
-			WeirPartitionSlot *slot = weir_shmem_slot(i);
-
-			if (slot->dboid != MyDatabaseId || slot->topic_id != topic_id)
-				continue;
-			LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
-			slot->dboid = InvalidOid;
-			slot->topic_id = 0;
-			slot->initialised = false;
-			slot->nregs = 0;
-			LWLockRelease(&slot->lock);
-		}
-	}
+		free_topic_slots(sh, lfirst_int(lc));
 	LWLockRelease(sh->lock);
 	list_free(forget_at_commit);
 	forget_at_commit = NIL;
+}
+
+/*
+ * A topic is created with id `topic_id`: slots left with that id in this
+ * database belong to a topic that no longer exists (DROP EXTENSION drops
+ * weir.topic, whose ids then start from 1 again, without an event trigger
+ * to tell us), so the new topic starts from position 1, not where the old
+ * one stopped.
+ */
+void
+weir_partition_forget_stale_topic(int32 topic_id)
+{
+	WeirShmem  *sh = weir_shmem();
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	free_topic_slots(sh, topic_id);
+	LWLockRelease(sh->lock);
 }
 
 /*

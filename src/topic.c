@@ -554,6 +554,7 @@ weir_create_topic(PG_FUNCTION_ARGS)
 	List	   *colnames;
 	Oid			relid;
 	Relation	rel;
+	int32		topic_id;
 
 	(void) weir_shmem();		/* topics need weir's shared memory */
 
@@ -609,7 +610,9 @@ weir_create_topic(PG_FUNCTION_ARGS)
 					 errhint("Choose a key column of a type with a hash operator class, or name partitions explicitly.")));
 	}
 
-	weir_catalog_topic_insert(relid, partitions, key, retention);
+	topic_id = weir_catalog_topic_insert(relid, partitions, key, retention);
+	if (weir_preloaded)
+		weir_partition_forget_stale_topic(topic_id);
 
 	/* warm the cache and check the result is the topic we meant */
 	rel = table_open(relid, NoLock);
