@@ -298,6 +298,10 @@ SELECT sqlstate_of($$SELECT weir.create_projection('m_bad', 'clicks', columns =>
                                                    sink => 'sec_alice.target')$$);
 SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
                                               late_records => 'sec_alice.target')$$);
+-- a sink weir would create where the owner may not: the error is
+-- PostgreSQL's, without weir's internal statement in its context
+SELECT weir.create_projection('m_bad', 'clicks', sink => 'sec_alice.new_sink');
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS mallorys_pipelines FROM weir.pipelines WHERE owner::text = 'sec_mallory';
 -- a late-records table that changes shape after creation
 SELECT weir.create_dedup('m_late', 'clicks', id => 'user_id', event_time => 'at',
@@ -344,6 +348,14 @@ SELECT sqlstate_of($$SELECT weir.drop_consumer(NULL, 'c')$$);
 SELECT sqlstate_of($$SELECT * FROM weir.live_state(NULL)$$);
 SELECT sqlstate_of($$SELECT * FROM weir.committed_state(NULL)$$);
 SELECT weir.tumbling(NULL);
+-- names: PostgreSQL's limit is 63 bytes, and the message says bytes
+SELECT weir.create_last_value(repeat('é', 32), 'sec_mallory.clicks', key => 'user_id', event_time => 'at');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.create_last_value(repeat('é', 31), 'sec_mallory.clicks', key => 'user_id', event_time => 'at',
+                              sink => 'public.long_name_sink', start => false) > 0 AS created;
+SELECT length(name) AS characters, octet_length(name) AS bytes FROM weir.pipeline WHERE name LIKE 'é%';
+SELECT weir.drop_pipeline(repeat('é', 31));
+DROP TABLE public.long_name_sink;
 
 ------------------------------------------------------------------------------
 -- 9. Durations at the edge of their types are refused (22023).

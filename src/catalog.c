@@ -85,17 +85,71 @@ weir_catalog_privileged_end(WeirCatalogPrivilege *p)
 	SetUserIdAndSecContext(p->save_userid, p->save_sec_context);
 }
 
+/*
+ * Rethrow the error being handled (in a PG_CATCH around an SPI call of
+ * weir's own SQL) without that SQL: SPI adds 'SQL statement "..."' to the
+ * context of every error, which would show users weir's internal
+ * statements.  The context lines of the user's own code beneath it (a
+ * trigger's function, a policy) and of the callers above are kept: weir's
+ * line is the last 'SQL statement' one (contexts go innermost first, and
+ * weir's statements are one line each).
+ */
+void
+weir_catalog_rethrow_without_sql(MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	edata->internalquery = NULL;
+	edata->internalpos = 0;
+	if (edata->context)
+	{
+		char	   *last = NULL;
+		char	   *p = edata->context;
+
+		while ((p = strstr(p, "SQL statement \"")) != NULL)
+		{
+			if (p == edata->context || p[-1] == '\n')
+				last = p;
+			p++;
+		}
+		if (last)
+		{
+			char	   *end = strchr(last, '\n');
+
+			if (end)
+				memmove(last, end + 1, strlen(end + 1) + 1);
+			else
+				*(last > edata->context ? last - 1 : last) = '\0';
+			if (edata->context[0] == '\0')
+				edata->context = NULL;
+		}
+	}
+	ReThrowError(edata);
+}
+
 /* Run one statement; errors if it does not return `expect`. */
 void
 weir_catalog_exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
 	int expect)
 {
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls,
-										   false, 0);
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int rc = 0;
 
+	PG_TRY();
+	{
+		rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
 	if (rc != expect)
-		elog(ERROR, "SPI_execute_with_args returned %s for: %s",
-			 SPI_result_code_string(rc), sql);
+		elog(ERROR, "weir's catalog statement returned %s, not %s",
+			 SPI_result_code_string(rc), SPI_result_code_string(expect));
 }
 
 static int64

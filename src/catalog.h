@@ -37,6 +37,7 @@ typedef struct WeirCatalogPrivilege
 extern void weir_catalog_privileged_begin(WeirCatalogPrivilege *p);
 extern void weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role);
 extern void weir_catalog_privileged_end(WeirCatalogPrivilege *p);
+extern void weir_catalog_rethrow_without_sql(MemoryContext cxt) pg_attribute_noreturn();
 extern void weir_catalog_exec(const char *sql, int nargs, Oid *types,
 							  Datum *values, const char *nulls, int expect);
 

@@ -500,6 +500,47 @@ weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
 	return checkpoint_id;
 }
 
+
+/* SPI_prepare of weir's SQL; errors do not show it (weir_catalog_rethrow_without_sql). */
+static SPIPlanPtr
+prepare_hiding_sql(const char *sql, int nargs, Oid *types)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	SPIPlanPtr volatile prepared = NULL;
+
+	PG_TRY();
+	{
+		prepared = SPI_prepare(sql, nargs, types);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
+	if (prepared == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	return prepared;
+}
+
+/* SPI_execute_plan of a plan prepared so, errors without its SQL. */
+static int
+execute_hiding_sql(SPIPlanPtr plan, Datum *arrays)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int rc = 0;
+
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, arrays, NULL, false, 0);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
+	return rc;
+}
+
 /*
  * The sink's insert, prepared once per worker and kept:
  *	INSERT INTO sink (columns) SELECT * FROM unnest($1, ..., $n)
@@ -544,10 +585,7 @@ weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
 		}
 	}
 
-	prepared = SPI_prepare(sql.data, ncols, types);
-	if (prepared == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
-			 SPI_result_code_string(SPI_result));
+	prepared = prepare_hiding_sql(sql.data, ncols, types);
 	if (SPI_keepplan(prepared) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return prepared;
@@ -587,10 +625,7 @@ weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink)
 	for (int i = 0; i < nkey; i++)
 		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
 	appendStringInfo(&sql, ") AS d(%s) WHERE %s", cols.data, cond.data);
-	prepared = SPI_prepare(sql.data, nkey, types);
-	if (prepared == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
-			 SPI_result_code_string(SPI_result));
+	prepared = prepare_hiding_sql(sql.data, nkey, types);
 	if (SPI_keepplan(prepared) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return prepared;
@@ -599,7 +634,7 @@ weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink)
 void
 weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays)
 {
-	int			rc = SPI_execute_plan(delete_plan, arrays, NULL, false, 0);
+	int			rc = execute_hiding_sql(delete_plan, arrays);
 
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "sink retraction failed: %s", SPI_result_code_string(rc));
@@ -609,7 +644,7 @@ weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays)
 void
 weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays)
 {
-	int			rc = SPI_execute_plan(sink_plan, arrays, NULL, false, 0);
+	int			rc = execute_hiding_sql(sink_plan, arrays);
 
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "sink write failed: %s", SPI_result_code_string(rc));

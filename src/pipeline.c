@@ -260,7 +260,9 @@ begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
 	if (row->name[0] == '\0' || strlen(row->name) >= NAMEDATALEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("pipeline name must have 1 to %d characters", NAMEDATALEN - 1)));
+				 errmsg("pipeline name must be 1 to %d bytes long", NAMEDATALEN - 1),
+				 errdetail("The name is %d bytes long.", (int) strlen(row->name)),
+				 errhint("The name is also the name of its definition, a view: PostgreSQL's limit on names applies.")));
 	if (weir_catalog_pipeline_by_name(row->name, &existing))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
