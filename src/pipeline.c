@@ -663,6 +663,26 @@ Datum
 weir_start(PG_FUNCTION_ARGS)
 {
 	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	WeirPlan   *plan;
+
+	/*
+	 * What the worker checks first, checked here too, as the owner: a
+	 * pipeline that cannot run says why now, with its SQLSTATE, rather
+	 * than in last_error a moment later.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(row.owner, save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	plan = weir_pipeline_plan(&row);
+	weir_check_tables(plan, &row, row.owner);
+	AtEOXact_GUC(true, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 
 	weir_catalog_pipeline_set_enabled(row.id, true);
 	wake_launcher_at_commit();
