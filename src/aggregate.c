@@ -36,6 +36,7 @@
 #include "nodes/execnodes.h"
 #include "nodes/makefuncs.h"
 #include "common/int128.h"
+#include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/float.h"
@@ -417,6 +418,37 @@ typedef struct WeirGenericState
 } WeirGenericState;
 
 static MemoryContext generic_parent = NULL;
+
+/*
+ * The LWLock a pipeline's worker holds while it applies records and fires
+ * or collects windows (its slot's), or NULL.  A generic aggregate's
+ * functions are user code in any language: they run with that lock let go
+ * (an LWLock holds interrupts off, and readers of weir.live_state would
+ * wait for whatever the function does) and retaken after.  Every place
+ * that calls them has the window store consistent for readers: a window
+ * being fed, fired or written is whole and in the store.
+ */
+static LWLock *user_code_lock = NULL;
+
+void
+weir_agg_set_user_code_lock(LWLock *lock)
+{
+	user_code_lock = lock;
+}
+
+static Datum
+call_user_function(FunctionCallInfo fcinfo)
+{
+	bool		held = user_code_lock != NULL && LWLockHeldByMe(user_code_lock);
+	Datum		value;
+
+	if (held)
+		LWLockRelease(user_code_lock);
+	value = FunctionCallInvoke(fcinfo);
+	if (held)
+		LWLockAcquire(user_code_lock, LW_EXCLUSIVE);
+	return value;
+}
 static WindowAggState *agg_context = NULL;
 
 static WeirGenericState **
@@ -526,7 +558,7 @@ weir_agg_generic_accum(WeirAggSpec *agg, char *states, Datum *args, bool *nulls)
 		fcinfo->args[j + 1].value = args[j];
 		fcinfo->args[j + 1].isnull = nulls[j];
 	}
-	value = FunctionCallInvoke(fcinfo);
+	value = call_user_function(fcinfo);
 	keep_value(agg, live, value, fcinfo->isnull);
 }
 
@@ -556,7 +588,7 @@ combine_into_base(WeirAggSpec *agg, WeirGenericState *gs, GenericPart *other)
 	fcinfo->args[0].isnull = gs->base->isnull;
 	fcinfo->args[1].value = other->value;
 	fcinfo->args[1].isnull = false;
-	value = FunctionCallInvoke(fcinfo);
+	value = call_user_function(fcinfo);
 	keep_value(agg, gs->base, value, fcinfo->isnull);
 	free_part(other);
 }
@@ -582,7 +614,7 @@ generic_serialize(WeirAggSpec *agg, GenericPart *part)
 								 context_for(part->cxt), NULL);
 		fcinfo->args[0].value = part->value;
 		fcinfo->args[0].isnull = false;
-		return DatumGetByteaPP(FunctionCallInvoke(fcinfo));
+		return DatumGetByteaPP(call_user_function(fcinfo));
 	}
 	else
 	{
@@ -616,7 +648,7 @@ generic_deserialize(WeirAggSpec *agg, bytea *data)
 		fcinfo->args[0].isnull = false;
 		fcinfo->args[1].value = (Datum) 0;
 		fcinfo->args[1].isnull = false;
-		value = FunctionCallInvoke(fcinfo);
+		value = call_user_function(fcinfo);
 
 		/* combine(NULL, value): internal combine functions are not strict */
 		InitFunctionCallInfoData(*fcinfo, &agg->combinefn, 2, agg->collation,
@@ -625,7 +657,7 @@ generic_deserialize(WeirAggSpec *agg, bytea *data)
 		fcinfo->args[0].isnull = true;
 		fcinfo->args[1].value = value;
 		fcinfo->args[1].isnull = false;
-		value = FunctionCallInvoke(fcinfo);
+		value = call_user_function(fcinfo);
 		keep_value(agg, part, value, fcinfo->isnull);
 	}
 	else
@@ -705,7 +737,7 @@ weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull)
 		fcinfo->args[j].value = (Datum) 0;
 		fcinfo->args[j].isnull = true;
 	}
-	result = FunctionCallInvoke(fcinfo);
+	result = call_user_function(fcinfo);
 	*isnull = fcinfo->isnull;
 	get_typlenbyval(agg->resulttype, &len, &byval);
 	if (!*isnull)

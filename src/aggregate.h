@@ -13,12 +13,15 @@
 #ifndef WEIR_AGGREGATE_H
 #define WEIR_AGGREGATE_H
 
+#include "storage/lwlock.h"
+
 #include "definition.h"
 
 extern void weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull);
 extern void weir_agg_combine(WeirAggSpec *agg, char *into, char *from);
 extern Datum weir_agg_final(WeirAggSpec *agg, char *states, bool *isnull);
 extern const char *weir_agg_final_problem(WeirAggSpec *agg, char *states);
+extern void weir_agg_set_user_code_lock(LWLock *lock);
 extern void weir_agg_generic_accum(WeirAggSpec *agg, char *states, Datum *args,
 								   bool *nulls);
 extern void weir_agg_generic_combine(WeirAggSpec *agg, char *into, char *from);

@@ -1569,6 +1569,7 @@ weir_worker_main(Datum main_arg)
 		before_shmem_exit(worker_detach, PointerGetDatum(slot));
 
 		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
+		weir_agg_set_user_code_lock(&slot->lock);
 		worker = setup(id);
 		worker->slot = slot;
 		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
