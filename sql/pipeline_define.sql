@@ -1,14 +1,7 @@
 -- defining pipelines: what create_pipeline builds, and every definition error
 
--- The SQLSTATE of a statement, or 'accepted' (its effects rolled back either
--- way): for errors whose text comes from statements weir builds internally.
-CREATE FUNCTION sqlstate_of(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE sql;
-	RAISE EXCEPTION 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN CASE WHEN SQLERRM = 'accepted' THEN 'accepted' ELSE SQLSTATE END;
-END $$;
+-- sqlstate_of (setup.sql): for errors whose text comes from statements weir
+-- builds internally.
 SELECT weir.create_topic('clicks', 'user_id int, page text, amount int, big bigint, price float8, '
                          'cost numeric, at timestamptz, at_local timestamp, epoch bigint',
                          partitions => 2, key => 'user_id');
@@ -597,4 +590,3 @@ REVOKE SELECT ON clicks FROM weir_stranger;
 DROP ROLE weir_stranger;
 DROP ROLE weir_other;
 SELECT weir.drop_topic('clicks');
-DROP FUNCTION sqlstate_of(text);

@@ -8,18 +8,6 @@ RETURNS TABLE (source regclass, part integer, pos bigint, error text) LANGUAGE s
 	SELECT d.source, d.partition, d.position, d.error FROM weir.dead_letters d
 	  JOIN weir.pipeline p ON p.id = d.pipeline_id
 	 WHERE p.name = pipeline ORDER BY d.position NULLS LAST, d.error $$;
--- wait until a pipeline's status is `want` (the worker runs apart)
-CREATE OR REPLACE FUNCTION wait_for_status(pipeline text, want text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	got text;
-BEGIN
-	FOR i IN 1 .. 600 LOOP
-		SELECT status INTO got FROM weir.pipelines WHERE name = pipeline;
-		EXIT WHEN got = want;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN got;
-END $$;
 
 ------------------------------------------------------------------------------
 -- A key too large for the sink's unique index: 10 MB of text, poorly

@@ -5,25 +5,6 @@
 -- equals the plain-SQL answer).
 SET timezone = 'UTC';
 SET DateStyle = 'ISO, YMD';
-CREATE FUNCTION public.sqlstate_of(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE sql;
-	RAISE EXCEPTION 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN CASE WHEN SQLERRM = 'accepted' THEN 'accepted' ELSE SQLSTATE END;
-END $$;
--- wait until a pipeline's status is `want` (the worker runs apart)
-CREATE FUNCTION public.wait_for_status(pipeline text, want text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	got text;
-BEGIN
-	FOR i IN 1 .. 300 LOOP
-		SELECT status INTO got FROM weir.pipelines WHERE name = pipeline;
-		EXIT WHEN got = want;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN got;
-END $$;
 CREATE ROLE sec_mallory;
 CREATE ROLE sec_alice;
 CREATE SCHEMA sec_mallory AUTHORIZATION sec_mallory;

@@ -31,3 +31,25 @@ SELECT backend_type, datname = current_database() AS in_this_database
 -- the GUC prefix is reserved: a misspelt weir setting is an error
 SET weir.no_such_setting = 1;
 \echo :LAST_ERROR_SQLSTATE
+
+-- helpers the other suites share: the SQLSTATE of a statement ('accepted'
+-- if it succeeds, and then it is rolled back), and waiting for a pipeline's
+-- status (its worker runs apart)
+CREATE FUNCTION public.sqlstate_of(sql text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE sql;
+	RAISE EXCEPTION 'accepted';
+EXCEPTION WHEN OTHERS THEN
+	RETURN CASE WHEN SQLERRM = 'accepted' THEN 'accepted' ELSE SQLSTATE END;
+END $$;
+CREATE FUNCTION public.wait_for_status(pipeline text, want text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	got text;
+BEGIN
+	FOR i IN 1 .. 600 LOOP
+		SELECT status INTO got FROM weir.pipelines WHERE name = pipeline;
+		EXIT WHEN got = want;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+	RETURN got;
+END $$;

@@ -246,10 +246,7 @@ package_sink_rows(WeirWorker *w, WeirPackage *pkg, WeirPackageOpKind kind, WeirS
 		weir_package_add_columns(pkg, kind, InvalidOid, rows->cols, rows->ncols);
 	if (rows->problems == NIL)
 		return;
-	weir_column_init(&d[0], INT4OID);
-	weir_column_init(&d[1], INT8OID);
-	weir_column_init(&d[2], TEXTOID);
-	weir_column_init(&d[3], JSONBOID);
+	weir_dead_letter_columns_init(d);
 	foreach(lc, rows->problems)
 	{
 		WeirSinkProblem *p = lfirst(lc);
@@ -521,10 +518,7 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 	{
 		WeirColumn	d[4];
 
-		weir_column_init(&d[0], INT4OID);
-		weir_column_init(&d[1], INT8OID);
-		weir_column_init(&d[2], TEXTOID);
-		weir_column_init(&d[3], JSONBOID);
+		weir_dead_letter_columns_init(d);
 		foreach(lc, w->dead)
 		{
 			WeirDeadLetter *dl = lfirst(lc);

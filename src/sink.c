@@ -46,6 +46,7 @@
 #include "utils/resowner.h"
 
 #include "sink.h"
+#include "subxact.h"
 
 #define SINK_BATCH 1000
 #define SINK_PREFETCH 16		/* rows ahead, in the key-ordered index pass */
@@ -383,34 +384,11 @@ weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map, int ncols,
 bool
 weir_sink_try_insert(void (*insert) (void *arg), void *arg)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool done = false;
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		insert(arg);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		done = true;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		/* out of the subtransaction before anything else: callers nest them */
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			ReThrowError(edata);
-	}
-	PG_END_TRY();
-	return done;
+	if (weir_in_subtransaction(insert, arg, &edata))
+		return true;
+	if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+		ReThrowError(edata);
+	return false;
 }

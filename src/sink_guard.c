@@ -42,7 +42,21 @@
 
 #include "catalog_pipeline.h"
 #include "sink_guard.h"
+#include "subxact.h"
 #include "worker.h"
+
+/*
+ * The four columns dead letters are written from (weir.dead_letters:
+ * partition, position, error, record), empty.
+ */
+void
+weir_dead_letter_columns_init(WeirColumn *d)
+{
+	weir_column_init(&d[0], INT4OID);
+	weir_column_init(&d[1], INT8OID);
+	weir_column_init(&d[2], TEXTOID);
+	weir_column_init(&d[3], JSONBOID);
+}
 
 /* Whether an error is about the row being written (see the header comment). */
 bool
@@ -65,6 +79,21 @@ weir_error_is_about_data(int sqlerrcode)
 	}
 }
 
+typedef struct GuardedCall
+{
+	WeirGuardedWrite write;
+	void	   *arg;
+	WeirColumn *cols;
+} GuardedCall;
+
+static void
+guarded_call(void *arg)
+{
+	GuardedCall *call = arg;
+
+	call->write(call->arg, call->cols);
+}
+
 /*
  * Run write(arg, cols) in a subtransaction.  False, with the error's
  * message in *message, if it failed on the data; other errors propagate.
@@ -72,36 +101,15 @@ weir_error_is_about_data(int sqlerrcode)
 static bool
 try_write(WeirGuardedWrite write, void *arg, WeirColumn *cols, char **message)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool done = false;
+	GuardedCall call = {write, arg, cols};
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		write(arg, cols);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		done = true;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (!weir_error_is_about_data(edata->sqlerrcode))
-			ReThrowError(edata);
-		*message = edata->message;
-	}
-	PG_END_TRY();
-	return done;
+	if (weir_in_subtransaction(guarded_call, &call, &edata))
+		return true;
+	if (!weir_error_is_about_data(edata->sqlerrcode))
+		ReThrowError(edata);
+	*message = edata->message;
+	return false;
 }
 
 /* Row i of `cols` as a JSON object keyed by `names` (values as text). */
@@ -147,10 +155,7 @@ weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols, WeirGuardedWrite 
 
 	/* some row is bad: each on its own */
 	one = palloc(sizeof(WeirColumn) * ncols);
-	weir_column_init(&dead[0], INT4OID);
-	weir_column_init(&dead[1], INT8OID);
-	weir_column_init(&dead[2], TEXTOID);
-	weir_column_init(&dead[3], JSONBOID);
+	weir_dead_letter_columns_init(dead);
 	for (int i = 0; i < n; i++)
 	{
 		for (int c = 0; c < ncols; c++)

@@ -28,6 +28,7 @@ typedef struct WeirGuardTarget
 	const char *const *names;	/* else: the columns' names, for the JSON */
 } WeirGuardTarget;
 
+extern void weir_dead_letter_columns_init(WeirColumn *d);
 extern bool weir_error_is_about_data(int sqlerrcode);
 extern void weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols,
 							   WeirGuardedWrite write, void *arg,

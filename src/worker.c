@@ -60,6 +60,7 @@
 #include "read_ahead.h"
 #include "reader.h"
 #include "skip.h"
+#include "subxact.h"
 #include "topic.h"
 #include "window.h"
 #include "worker.h"
@@ -449,44 +450,42 @@ eval_row(void *arg, TupleTableSlot *slot, int32 part, int64 position)
 	eval_into(w, next_row(w, part), slot, part, position);
 }
 
+/* One row to evaluate, for weir_in_subtransaction */
+typedef struct RowToEvaluate
+{
+	WeirWorker *w;
+	WeirEvalRow *r;
+	TupleTableSlot *slot;
+	int32		part;
+	int64		position;
+} RowToEvaluate;
+
+static void
+evaluate_row(void *arg)
+{
+	RowToEvaluate *e = arg;
+
+	eval_into(e->w, e->r, e->slot, e->part, e->position);
+}
+
 /* Evaluate one row in its own subtransaction: an error makes it dead. */
 static void
 eval_row_guarded(void *arg, TupleTableSlot *slot, int32 part, int64 position)
 {
 	WeirWorker *w = (WeirWorker *) arg;
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	WeirEvalRow *r = next_row(w, part);
+	RowToEvaluate e = {w, next_row(w, part), slot, part, position};
 	int			keyoff = w->batch_keys.len;
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		eval_into(w, r, slot, part, position);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ResetExprContext(w->econtext);
-		w->batch_keys.len = keyoff;
-		r->position = position;
-		r->keyoff = keyoff;
-		r->keylen = 0;
-		mark_dead(w, r, slot, edata->message);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	if (weir_in_subtransaction(evaluate_row, &e, &edata))
+		return;
+	ResetExprContext(w->econtext);
+	w->batch_keys.len = keyoff;
+	e.r->position = position;
+	e.r->keyoff = keyoff;
+	e.r->keylen = 0;
+	mark_dead(w, e.r, slot, edata->message);
+	FreeErrorData(edata);
 }
 
 /* One row's arguments into a window's aggregate states. */
@@ -808,6 +807,22 @@ scan_group(WeirWorker *w, Relation rel, Snapshot snapshot, WeirPartRowCallback e
 	}
 }
 
+/* A group of partitions to evaluate, for weir_in_subtransaction */
+typedef struct GroupToEvaluate
+{
+	WeirWorker *w;
+	Relation	rel;
+	Snapshot	snapshot;
+} GroupToEvaluate;
+
+static void
+evaluate_group(void *arg)
+{
+	GroupToEvaluate *g = arg;
+
+	scan_group(g->w, g->rel, g->snapshot, eval_row);
+}
+
 /*
  * Read and evaluate up to WEIR_BATCH_ROWS rows of each of the current
  * side's partitions first .. first + n - 1 (n <= group_size), those below
@@ -822,9 +837,7 @@ void
 weir_worker_evaluate_group(WeirWorker *w, Relation rel, int32 first, int n,
 						   const int64 *bounds, Snapshot snapshot)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool failed = false;
+	GroupToEvaluate group;
 
 	w->group_first = first;
 	w->ngroup = n;
@@ -836,27 +849,10 @@ weir_worker_evaluate_group(WeirWorker *w, Relation rel, int32 first, int n,
 		w->ranges[g].after = w->pos[index];
 		w->ranges[g].upto = Min(w->pos[index] + WEIR_BATCH_ROWS, bounds[index] - 1);
 	}
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		scan_group(w, rel, snapshot, eval_row);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		failed = true;
-	}
-	PG_END_TRY();
-
-	if (failed)
+	group.w = w;
+	group.rel = rel;
+	group.snapshot = snapshot;
+	if (!weir_in_subtransaction(evaluate_group, &group, NULL))
 		scan_group(w, rel, snapshot, eval_row_guarded);
 }
 
