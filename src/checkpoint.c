@@ -55,6 +55,7 @@
 #include "sink_guard.h"
 #include "sink_rows.h"
 #include "window_chunks.h"
+#include "write_target.h"
 #include "worker.h"
 
 /* Key image (worker.c append_key) back to one Datum per key column. */
@@ -643,6 +644,22 @@ guarded_sink_deletes(void *arg, WeirColumn *cols)
 }
 
 static void
+recheck_sink(void *arg)
+{
+	GuardedSinkWrite *g = arg;
+
+	weir_check_sink(g->w->plan, &g->w->row, g->w->row.sink, g->w->row.owner);
+}
+
+static void
+recheck_late_records(void *arg)
+{
+	GuardedSinkWrite *g = arg;
+
+	weir_check_late_records(&g->w->row, g->w->row.late_records, g->w->row.owner);
+}
+
+static void
 guarded_late(void *arg, WeirColumn *cols)
 {
 	GuardedSinkWrite *g = arg;
@@ -665,6 +682,7 @@ sink_target(WeirWorker *w)
 	t.what = psprintf("sink \"%s\"", get_rel_name(w->row.sink));
 	t.positions = false;
 	t.names = names;
+	t.recheck = recheck_sink;
 	return t;
 }
 
@@ -738,7 +756,7 @@ weir_checkpoint_execute(WeirWorker *w, const char *data, Size len, WeirCheckpoin
 			case WEIR_PKG_LATE:
 				{
 					GuardedSinkWrite g = {w, 2, false, op->watermark};
-					WeirGuardTarget t = {w->row.source, NULL, true, NULL};
+					WeirGuardTarget t = {w->row.source, NULL, true, NULL, recheck_late_records};
 
 					t.what = psprintf("late-records table \"%s\"", get_rel_name(op->oid));
 					weir_guarded_write(w, cols, 2, guarded_late, &g, &t);

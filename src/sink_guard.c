@@ -18,6 +18,10 @@
  * topic with the record's partition and position for late records.  Other
  * errors (privileges, locks, resources, shutdown) still fail the
  * checkpoint: they are not a row's fault and retrying later can cure them.
+ * Before blaming any row, the table is checked again as a worker's start
+ * checks it: a table changed since the round began (a NOT NULL column
+ * without a default added) fails the checkpoint and disables the pipeline,
+ * its rows kept for when the table is fixed.
  * The cost when nothing fails: one subtransaction per write.
  *
  * Copyright (c) 2026, weir developers
@@ -152,6 +156,12 @@ weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols, WeirGuardedWrite 
 
 	if (n == 0 || try_write(write, arg, cols, &message))
 		return;
+	/*
+	 * A table changed under the round (a NOT NULL column added, say) fails
+	 * every row: that is the table's fault, not theirs.  The failed write
+	 * locked the table, so what it is now is what the rows met.
+	 */
+	target->recheck(arg);
 
 	/* some row is bad: each on its own */
 	one = palloc(sizeof(WeirColumn) * ncols);

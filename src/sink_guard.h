@@ -26,6 +26,12 @@ typedef struct WeirGuardTarget
 	const char *what;			/* prefix of their error: 'sink "x"' */
 	bool		positions;		/* cols[0], cols[1]: partition, position */
 	const char *const *names;	/* else: the columns' names, for the JSON */
+	/*
+	 * Checks the table as a worker's start does (write_target.c), raising if
+	 * it no longer fits the pipeline: run when a write failed, before any
+	 * row is blamed, since the table may have changed since the round began
+	 */
+	void		(*recheck) (void *arg);
 } WeirGuardTarget;
 
 extern void weir_dead_letter_columns_init(WeirColumn *d);

@@ -22,8 +22,8 @@
  * with the error as its status), so each says what to change.
  *
  * weir_depend_on_tables makes the definition's _RETURN rule depend on each
- * column weir writes, on the sources' part and pos columns and on their
- * primary key: PostgreSQL then refuses ALTER COLUMN ... TYPE and DROP of
+ * sink column weir writes, on the late-records table as a whole, on the
+ * sources' part and pos columns and on their primary key: PostgreSQL then refuses ALTER COLUMN ... TYPE and DROP of
  * those ("used by a view or rule"), or drops the pipeline with CASCADE,
  * exactly as for a view's own columns.
  *
@@ -457,21 +457,12 @@ weir_depend_on_tables(Oid view, WeirPlan *plan, WeirPipelineRow *row)
 		names[i] = plan->sinkcols[i].name;
 	depend(&rule, row->sink, 0);
 	depend_on_columns(&rule, row->sink, names, plan->nsinkcols);
+	/*
+	 * The late-records table mirrors every column of the topic, including
+	 * those no definition uses, which may change: its columns are left free
+	 * to follow them, and the checks (at start, on a change, before a
+	 * write is blamed on a row) stop the pipeline while they differ.
+	 */
 	if (OidIsValid(row->late_records))
-	{
-		Relation	source = table_open(row->source, AccessShareLock);
-		TupleDesc	desc = RelationGetDescr(source);
-		static const char *const extra[] = {"watermark", "received_at"};
-
 		depend(&rule, row->late_records, 0);
-		for (int a = 0; a < desc->natts; a++)
-		{
-			const char *name = NameStr(TupleDescAttr(desc, a)->attname);
-
-			if (!TupleDescAttr(desc, a)->attisdropped)
-				depend_on_columns(&rule, row->late_records, &name, 1);
-		}
-		depend_on_columns(&rule, row->late_records, extra, lengthof(extra));
-		table_close(source, AccessShareLock);
-	}
 }
