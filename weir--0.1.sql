@@ -405,14 +405,17 @@ CREATE TABLE weir.dead_letters (
 GRANT SELECT ON weir.pipeline, weir.pipeline_position, weir.checkpoints,
 	weir.restores TO PUBLIC;
 
--- Records the owner asked a pipeline to move past (weir.skip): each becomes
--- a dead letter when the pipeline reads it.
+-- Records a pipeline moves past, each a dead letter when the pipeline reads
+-- it: asked by the owner (weir.skip), or found by the worker (a generic
+-- aggregate's transition function raised on it: requested_by 'weir', with
+-- the error).
 CREATE TABLE weir.pipeline_skip (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
 	source			regclass NOT NULL,
 	partition		integer NOT NULL,
 	position		bigint NOT NULL,
 	requested_by	name NOT NULL,
+	error			text,					-- NULL: asked by the owner
 	requested_at	timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (pipeline_id, source, partition, position)
 );

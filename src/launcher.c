@@ -223,6 +223,24 @@ start_worker(Managed *m, TimestampTz now)
 static void
 note_exit(Managed *m, TimestampTz now)
 {
+	WeirPipelineSlot *slot = weir_shmem_pipeline(m->pipeline_id, false);
+	bool		restart_now = false;
+
+	/* a worker that moves past a record (skip.c) asks for no back-off */
+	if (slot)
+	{
+		SpinLockAcquire(&slot->mutex);
+		restart_now = slot->restart_now;
+		slot->restart_now = false;
+		SpinLockRelease(&slot->mutex);
+	}
+	if (restart_now)
+	{
+		m->next_start = now;
+		pfree(m->handle);
+		m->handle = NULL;
+		return;
+	}
 	if (now - m->started_at > 60 * USECS_PER_SEC)
 		m->failures = 0;
 	m->failures++;

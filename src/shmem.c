@@ -113,6 +113,7 @@ weir_shmem_startup(void)
 			pg_atomic_init_u32(&p->readers_waiting, 0);
 			pg_atomic_init_u64(&p->records_dropped, 0);
 			p->watermark_holder = -1;
+			p->restart_now = false;
 			ConditionVariableInit(&p->checkpoint_cv);
 		}
 	}
@@ -218,6 +219,7 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 		found->state_bytes = 0;
 		found->lag_rows = 0;
 		found->watermark_holder = -1;
+		found->restart_now = false;
 		SpinLockRelease(&found->mutex);
 		pg_atomic_write_u64(&found->records_in, 0);
 		pg_atomic_write_u64(&found->records_out, 0);

@@ -98,6 +98,8 @@ typedef struct WeirPipelineSlot
 	bool		holder_has_time;	/* whether it has shown an event time */
 	TimestampTz latest_data_at; /* when any partition last had data */
 	bool		has_idle_timeout;
+	bool		restart_now;	/* the worker exits to restore and go on:
+								 * no back-off (launcher.c), under mutex */
 	ConditionVariable checkpoint_cv;	/* broadcast after each checkpoint */
 } WeirPipelineSlot;
 

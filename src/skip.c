@@ -133,6 +133,35 @@ weir_skip(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * A record on which a generic aggregate's transition function raised an
+ * error, while the worker was applying it to state (where it cannot be
+ * undone): recorded here, in a transaction of its own, the worker exits
+ * and restores its last checkpoint, and the record is a dead letter with
+ * that error when it is read again.  Exactly once: the request outlives
+ * crashes, and the dead letter commits with the checkpoint that passes it.
+ */
+void
+weir_skip_after_failure(int32 pipeline_id, Oid source, int32 part, int64 position,
+						const char *error)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[5] = {INT4OID, OIDOID, INT4OID, INT8OID, TEXTOID};
+	Datum		values[5];
+
+	values[0] = Int32GetDatum(pipeline_id);
+	values[1] = ObjectIdGetDatum(source);
+	values[2] = Int32GetDatum(part);
+	values[3] = Int64GetDatum(position);
+	values[4] = CStringGetTextDatum(error);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.pipeline_skip (pipeline_id, source, partition, position, "
+					  "requested_by, error) VALUES ($1, $2, $3, $4, 'weir', $5) "
+					  "ON CONFLICT DO NOTHING",
+					  5, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
 /* The skip requests of a pipeline, in the current memory context; *n of them. */
 WeirSkip *
 weir_skip_load(int32 pipeline_id, int *n)
@@ -144,7 +173,7 @@ weir_skip_load(int32 pipeline_id, int *n)
 	WeirSkip   *skips = NULL;
 
 	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("SELECT source, partition, position FROM weir.pipeline_skip "
+	weir_catalog_exec("SELECT source, partition, position, error FROM weir.pipeline_skip "
 					  "WHERE pipeline_id = $1",
 					  1, &type, &value, NULL, SPI_OK_SELECT);
 	*n = (int) SPI_processed;
@@ -159,6 +188,9 @@ weir_skip_load(int32 pipeline_id, int *n)
 		skips[i].source = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 		skips[i].part = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 		skips[i].position = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		skips[i].error = SPI_getvalue(tup, desc, 4);
+		skips[i].error = skips[i].error ?
+			MemoryContextStrdup(cxt, skips[i].error) : "skipped by weir.skip()";
 	}
 	weir_catalog_privileged_end(&p);
 	return skips;

@@ -59,6 +59,7 @@
 #include "process_memory.h"
 #include "read_ahead.h"
 #include "reader.h"
+#include "sink_guard.h"
 #include "skip.h"
 #include "subxact.h"
 #include "topic.h"
@@ -286,14 +287,15 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 	pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
 }
 
-static bool
+/* The error of a record to move past (skip.c), or NULL. */
+static const char *
 skip_requested(WeirWorker *w, Oid source, int32 part, int64 position)
 {
 	for (int i = 0; i < w->nskips; i++)
 		if (w->skips[i].position == position && w->skips[i].part == part &&
 			w->skips[i].source == source)
-			return true;
-	return false;
+			return w->skips[i].error;
+	return NULL;
 }
 
 static const char *
@@ -374,11 +376,16 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	econtext->ecxt_scantuple = slot;
 	/* as a rule the reader deformed them already (scan_group) */
 	slot_getsomeattrs(slot, side->deform_columns);
-	if (unlikely(w->nskips > 0) && skip_requested(w, side->source, part, position))
+	if (unlikely(w->nskips > 0))
 	{
-		r->t = DT_NOBEGIN;
-		mark_dead(w, r, slot, "skipped by weir.skip()");
-		goto done;
+		const char *skipped = skip_requested(w, side->source, part, position);
+
+		if (skipped)
+		{
+			r->t = DT_NOBEGIN;
+			mark_dead(w, r, slot, skipped);
+			goto done;
+		}
 	}
 	if (side->event_time_expr == NULL)
 	{
@@ -870,6 +877,7 @@ weir_worker_apply_group(WeirWorker *w)
 
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(w->batch_cxt);
+	w->applying = true;
 	for (int g = 0; g < n && !w->store->out_of_memory; g++)
 	{
 		int32		part = first + g;
@@ -888,6 +896,7 @@ weir_worker_apply_group(WeirWorker *w)
 		else
 			apply_batch(w, part, rows, nrows);
 	}
+	w->applying = false;
 	MemoryContextSwitchTo(oldcxt);
 	LWLockRelease(&w->slot->lock);
 	w->cur_part = -1;
@@ -1607,6 +1616,28 @@ weir_worker_main(Datum main_arg)
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		RESUME_INTERRUPTS();
+		/*
+		 * A generic aggregate's transition function that raised on a record
+		 * while it was applied: that record cannot be processed.  State may
+		 * hold part of it, so the worker restores its last checkpoint (it
+		 * exits, and is started again at once) and moves past the record,
+		 * a dead letter with this error (skip.c).
+		 */
+		if (worker && worker->applying && worker->plan->has_generic &&
+			worker->cur_part >= 0 && weir_error_is_about_data(edata->sqlerrcode))
+		{
+			begin_round();
+			weir_skip_after_failure(id, worker->side->source, worker->cur_part,
+									worker->cur_pos, edata->message);
+			end_round();
+			SpinLockAcquire(&worker->slot->mutex);
+			worker->slot->restart_now = true;
+			SpinLockRelease(&worker->slot->mutex);
+			ereport(LOG,
+					(errmsg("weir pipeline %d moves past topic \"%s\" partition %d position " INT64_FORMAT ", a dead letter, and restores its last checkpoint",
+							id, worker->side->source_name, worker->cur_part, worker->cur_pos)));
+			proc_exit(1);
+		}
 		/* record why, so that weir.pipelines can say it, and where */
 		begin_round();
 		weir_catalog_pipeline_set_status(id, "failed", failure_message(edata),

@@ -127,7 +127,8 @@ typedef struct WeirWorker
 	 */
 	TimestampTz min_event_time;
 	TimestampTz max_event_time_allowed;
-	/* records the owner asked to move past (skip.c): dead letters */
+	/* records to move past (skip.c): dead letters */
+	bool		applying;		/* records are being applied to state */
 	int			nskips;
 	struct WeirSkip *skips;
 
