@@ -169,7 +169,7 @@ suite_tap() {
 		return 0
 	fi
 	rm -rf tmp_check
-	run_make tap "${WEIR_TIMEOUT_TAP:-900}" REGRESS= ISOLATION=
+	run_make tap "${WEIR_TIMEOUT_TAP:-1200}" REGRESS= ISOLATION=
 	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$LOGS/tap.log" | tail -n 1)
 	bad=0
 	ok=0
