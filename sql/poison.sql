@@ -49,8 +49,8 @@ SELECT weir.drop_pipeline('big_last');
 
 ------------------------------------------------------------------------------
 -- Overflows: GROUP BY raises "value out of range: overflow" for a
--- sum(float8) of finite values past the type's range; such a window is a
--- dead letter, every other window is written
+-- sum(float8) or avg(float8) of finite values past the type's range; such a
+-- window is a dead letter, every other window is written
 ------------------------------------------------------------------------------
 SELECT weir.create_topic('ovf', 'k int, t timestamptz, i int, f float8');
 SELECT weir.create_pipeline('ovf_tum', 'ovf', key => 'k', event_time => 't',
@@ -61,6 +61,11 @@ SELECT weir.create_pipeline('ovf_tum', 'ovf', key => 'k', event_time => 't',
 INSERT INTO ovf (k, t, i, f) VALUES (2, '2024-01-01 00:00:20+00', 1, 1.5e308), (2, '2024-01-01 00:00:21+00', 1, 1.5e308),
                                     (3, '2024-01-01 00:00:30+00', 5, 2.5), (3, '2024-01-01 00:00:31+00', 7, 0.5);
 SELECT k, sum(f) FROM ovf WHERE k = 2 GROUP BY k;
+-- key 4: a finite sum, but avg's sum of squared deviations overflows
+-- (PostgreSQL's float8_accum raises there too)
+INSERT INTO ovf (k, t, i, f) VALUES (4, '2024-01-01 00:00:40+00', 1, 1e200), (4, '2024-01-01 00:00:41+00', 1, -1e200);
+SELECT k, sum(f) FROM ovf WHERE k = 4 GROUP BY k;
+SELECT k, avg(f) FROM ovf WHERE k = 4 GROUP BY k;
 INSERT INTO ovf (k, t, i, f) VALUES (3, '2024-01-01 00:05:00+00', 0, 0);
 SELECT weir.checkpoint('ovf_tum') > 0 AS checkpointed;
 SELECT status, records_dead FROM weir.pipelines WHERE name = 'ovf_tum';

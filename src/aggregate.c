@@ -13,10 +13,14 @@
  *					more than an int64 count could number.  Eight bytes a
  *					window fewer than a separate count (bench/window.sh)
  *	avg (int):		int64 n, int128 sum
- *	sum, avg (f8):	int64 n, float8 sum; bit 62 of n (FLOAT_OVERFLOWED) set
- *					once finite inputs summed to an infinity, where
- *					PostgreSQL's float8pl and float8_accum raise "value out
- *					of range: overflow"
+ *	sum (f8):		int64 n, float8 sum
+ *	avg (f8):		int64 n, float8 sum, float8 sum of squared deviations
+ *					(Youngs-Cramer, as float8_accum keeps it: only for its
+ *					overflow, which PostgreSQL raises too)
+ *					In both, bit 62 of n (FLOAT_OVERFLOWED) is set once
+ *					finite inputs overflowed to an infinity, where PostgreSQL's
+ *					float8pl, float8_accum and float8_combine raise "value
+ *					out of range: overflow"
  *	min, max:		int64 n, Datum value (by-value types only)
  * n counts non-null inputs, so an all-null window yields NULL as SQL does.
  * Final values are computed with PostgreSQL's own functions (numeric
@@ -70,6 +74,77 @@ float_add(float8 a, float8 b, bool *overflowed)
 	if (unlikely(isinf(r)) && !isinf(a) && !isinf(b))
 		*overflowed = true;
 	return r;
+}
+
+/*
+ * avg(float8)'s state after one more input: float8_accum's computation
+ * (Youngs-Cramer), n inputs before it.  True if it overflowed where
+ * float8_accum raises.
+ */
+static inline bool
+avg_float8_accum(WeirAggSpec *agg, char *states, int64 n, float8 x)
+{
+	float8	   *sx = (float8 *) (states + agg->offset + sizeof(int64));
+	float8	   *sxx = sx + 1;
+	float8		N = (float8) n;
+	float8		newN = N + 1.0;
+	float8		newSx = *sx + x;
+	float8		newSxx = *sxx;
+	bool		overflowed = false;
+
+	if (n > 0)
+	{
+		float8		tmp = x * newN - newSx;
+
+		newSxx = *sxx + tmp * tmp / (N * newN);
+		if (unlikely(isinf(newSx) || isinf(newSxx)))
+		{
+			if (!isinf(*sx) && !isinf(x))
+				overflowed = true;
+			newSxx = get_float8_nan();
+		}
+	}
+	else if (isinf(x) || isnan(x))
+		newSxx = get_float8_nan();
+	else
+		newSxx = 0.0;
+	*sx = newSx;
+	*sxx = newSxx;
+	return overflowed;
+}
+
+/*
+ * avg(float8)'s states merged, as float8_combine does (n1, n2: their
+ * counts).  True if it overflowed where float8_combine raises.
+ */
+static bool
+avg_float8_combine(WeirAggSpec *agg, char *into, int64 n1, char *from, int64 n2)
+{
+	float8	   *sx1 = (float8 *) (into + agg->offset + sizeof(int64));
+	float8	   *sxx1 = sx1 + 1;
+	float8		sx2 = *(float8 *) (from + agg->offset + sizeof(int64));
+	float8		sxx2 = *((float8 *) (from + agg->offset + sizeof(int64)) + 1);
+	bool		overflowed = false;
+	float8		N;
+	float8		tmp;
+	float8		sxx;
+
+	if (n2 == 0)
+		return false;
+	if (n1 == 0)
+	{
+		*sx1 = sx2;
+		*sxx1 = sxx2;
+		return false;
+	}
+	N = (float8) n1 + (float8) n2;
+	tmp = *sx1 / (float8) n1 - sx2 / (float8) n2;
+	*sx1 = float_add(*sx1, sx2, &overflowed);
+	sxx = *sxx1 + sxx2 + (float8) n1 * (float8) n2 * tmp * tmp / N;
+	if (unlikely(isinf(sxx)) && !isinf(*sxx1) && !isinf(sxx2))
+		overflowed = true;
+	*sxx1 = sxx;
+	return overflowed;
 }
 
 /* A sum (int) state: false when no non-null input was added yet. */
@@ -161,7 +236,6 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 				break;
 			}
 		case WEIR_AGG_SUM_FLOAT8:
-		case WEIR_AGG_AVG_FLOAT8:
 			{
 				float8	   *sum = (float8 *) state_value(agg, states);
 				bool		overflowed = false;
@@ -171,6 +245,11 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 					*n |= FLOAT_OVERFLOWED;
 				break;
 			}
+		case WEIR_AGG_AVG_FLOAT8:
+			if (unlikely(avg_float8_accum(agg, states, *n & ~FLOAT_OVERFLOWED,
+										  DatumGetFloat8(value))))
+				*n |= FLOAT_OVERFLOWED;
+			break;
 		case WEIR_AGG_MIN:
 		case WEIR_AGG_MAX:
 			{
@@ -262,12 +341,21 @@ weir_agg_combine(WeirAggSpec *agg, char *into, char *from)
 				break;
 			}
 		case WEIR_AGG_SUM_FLOAT8:
-		case WEIR_AGG_AVG_FLOAT8:
 			{
 				float8	   *sum = (float8 *) state_value(agg, into);
 				bool		overflowed = ((*n_into | n_from) & FLOAT_OVERFLOWED) != 0;
 
 				*sum = float_add(*sum, *(float8 *) state_value(agg, from), &overflowed);
+				*n_into = ((*n_into & ~FLOAT_OVERFLOWED) + (n_from & ~FLOAT_OVERFLOWED)) |
+					(overflowed ? FLOAT_OVERFLOWED : 0);
+				return;
+			}
+		case WEIR_AGG_AVG_FLOAT8:
+			{
+				bool		overflowed = ((*n_into | n_from) & FLOAT_OVERFLOWED) != 0;
+
+				overflowed |= avg_float8_combine(agg, into, *n_into & ~FLOAT_OVERFLOWED,
+												 from, n_from & ~FLOAT_OVERFLOWED);
 				*n_into = ((*n_into & ~FLOAT_OVERFLOWED) + (n_from & ~FLOAT_OVERFLOWED)) |
 					(overflowed ? FLOAT_OVERFLOWED : 0);
 				return;

@@ -25,8 +25,9 @@
  * (aggregate.c), keyed entries (keyed.c), a join's rows (join.c).
  *   1: 16-byte sum(int) states; a join's key entry holds both sides' rows
  *   2: a join row's image without partition and position
+ *   3: avg(float8) states hold the sum of squared deviations too
  */
-#define WEIR_STATE_FORMAT 2
+#define WEIR_STATE_FORMAT 3
 
 typedef void (*WeirChunkCallback) (void *arg, const char *data, Size len);
 

@@ -213,6 +213,7 @@ agg_state_size(WeirAggKind kind)
 		case WEIR_AGG_SUM_INT:
 			return 16;
 		case WEIR_AGG_AVG_INT:
+		case WEIR_AGG_AVG_FLOAT8:
 			return 24;
 		case WEIR_AGG_GENERIC:
 			return 8;			/* a pointer to worker-local state */
