@@ -138,3 +138,34 @@ SELECT k, window_start, s, n FROM picky_tum ORDER BY k, window_start;
 SELECT k, date_trunc('minute', t) AS window_start, sum(v) AS s, count(*) AS n FROM picky
  WHERE v NOT IN (7, 13) AND t < '2024-01-01 00:10:00+00' GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT weir.drop_pipeline('picky_tum');
+
+------------------------------------------------------------------------------
+-- A generic aggregate whose final function raises for one window: that
+-- window is a dead letter of the sink (no record to blame), the others are
+-- written, the pipeline runs on
+------------------------------------------------------------------------------
+CREATE FUNCTION picky_final(s bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+	IF s = 13 THEN
+		RAISE EXCEPTION 'unlucky total %', s;
+	END IF;
+	RETURN s;
+END $$;
+CREATE FUNCTION plain_add(s bigint, v int) RETURNS bigint LANGUAGE sql AS 'SELECT coalesce(s, 0) + v';
+CREATE AGGREGATE picky_total(int) (sfunc = plain_add, stype = bigint, finalfunc = picky_final,
+                                   combinefunc = int8pl);
+SELECT weir.create_topic('totals', 'k int, t timestamptz, v int');
+SELECT weir.create_pipeline('totals_tum', 'totals', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'), aggregates => 'picky_total(v) AS s, count(*) AS n',
+                            checkpoint_interval => '1 hour') > 0 AS created;
+-- key 1's window sums to 13, key 2's to 20
+INSERT INTO totals (k, t, v) VALUES (1, '2024-01-01 00:00:01+00', 6), (1, '2024-01-01 00:00:02+00', 7),
+                                    (2, '2024-01-01 00:00:03+00', 9), (2, '2024-01-01 00:00:04+00', 11),
+                                    (3, '2024-01-01 00:10:00+00', 0);
+SELECT weir.checkpoint('totals_tum') > 0 AS checkpointed;
+SELECT status, last_error, records_dead FROM weir.pipelines WHERE name = 'totals_tum';
+SELECT source, part, pos, error FROM dead_letters_of('totals_tum');
+SELECT record FROM weir.dead_letters d JOIN weir.pipeline p ON p.id = d.pipeline_id
+ WHERE p.name = 'totals_tum';
+SELECT k, window_start, s, n FROM totals_tum ORDER BY k, window_start;
+SELECT weir.drop_pipeline('totals_tum');

@@ -49,6 +49,8 @@
 #include "utils/numeric.h"
 
 #include "aggregate.h"
+#include "sink_guard.h"
+#include "subxact.h"
 
 static inline int64 *
 state_n(WeirAggSpec *agg, char *states)
@@ -788,6 +790,51 @@ weir_agg_generic_combine(WeirAggSpec *agg, char *into, char *from)
  * function that may modify its state works on a copy, since late records
  * and merging sessions may still update the window.
  */
+/* One generic aggregate's final value, for weir_in_subtransaction */
+typedef struct GuardedFinal
+{
+	WeirAggSpec *agg;
+	char	   *states;
+	Datum		value;
+	bool		isnull;
+} GuardedFinal;
+
+static void
+guarded_final(void *arg)
+{
+	GuardedFinal *f = arg;
+
+	f->value = weir_agg_generic_final(f->agg, f->states, &f->isnull);
+}
+
+/*
+ * weir_agg_generic_final with the errors of the user's functions (combine
+ * while folding, serialise, final) caught: NULL and the value, or the
+ * error's message, so that such a window is a dead letter (sink_rows.c)
+ * instead of an error at every checkpoint.  The slot lock the worker held,
+ * let go while the function ran, is held again either way.
+ */
+const char *
+weir_agg_generic_final_guarded(WeirAggSpec *agg, char *states, Datum *value, bool *isnull)
+{
+	GuardedFinal f = {agg, states, (Datum) 0, true};
+	bool		held = user_code_lock != NULL && LWLockHeldByMe(user_code_lock);
+	ErrorData  *edata;
+
+	if (weir_in_subtransaction(guarded_final, &f, &edata))
+	{
+		*value = f.value;
+		*isnull = f.isnull;
+		return NULL;
+	}
+	/* the subtransaction's abort let go of every LWLock */
+	if (held && !LWLockHeldByMe(user_code_lock))
+		LWLockAcquire(user_code_lock, LW_EXCLUSIVE);
+	if (!weir_error_is_about_data(edata->sqlerrcode))
+		ReThrowError(edata);
+	return edata->message;
+}
+
 Datum
 weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull)
 {

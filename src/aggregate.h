@@ -26,6 +26,8 @@ extern void weir_agg_generic_accum(WeirAggSpec *agg, char *states, Datum *args,
 								   bool *nulls);
 extern void weir_agg_generic_combine(WeirAggSpec *agg, char *into, char *from);
 extern Datum weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull);
+extern const char *weir_agg_generic_final_guarded(WeirAggSpec *agg, char *states, Datum *value,
+												  bool *isnull);
 extern void weir_agg_free_generic(WeirPlan *plan, char *states);
 extern int64 weir_agg_generic_bytes(void);
 extern bytea *weir_agg_states_image(WeirPlan *plan, char *states);

@@ -77,6 +77,8 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 {
 	WeirPlan   *plan = s->plan;
 	int			c = 0;
+	Datum	   *generic = NULL;
+	bool	   *generic_null = NULL;
 
 	weir_checkpoint_decode_key(plan, key, s->keyvals);
 	for (int i = 0; i < plan->naggs; i++)
@@ -89,6 +91,26 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 			return;
 		}
 	}
+	/* generic aggregates: the user's functions may raise (caught, per window) */
+	if (plan->has_generic)
+	{
+		generic = palloc(sizeof(Datum) * plan->naggs);
+		generic_null = palloc(sizeof(bool) * plan->naggs);
+		for (int i = 0; i < plan->naggs; i++)
+		{
+			const char *problem;
+
+			if (plan->aggs[i].kind != WEIR_AGG_GENERIC)
+				continue;
+			problem = weir_agg_generic_final_guarded(&plan->aggs[i], states, &generic[i],
+													 &generic_null[i]);
+			if (problem)
+			{
+				add_problem(s, problem, start, end);
+				return;
+			}
+		}
+	}
 	for (int i = 0; i < plan->nkeys; i++)
 		weir_column_add(&s->cols[c++], s->keyvals[i], false);
 	weir_column_add(&s->cols[c++], TimestampTzGetDatum(start), false);
@@ -96,8 +118,15 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 	for (int i = 0; i < plan->naggs; i++)
 	{
 		bool		isnull;
-		Datum		v = weir_agg_final(&plan->aggs[i], states, &isnull);
+		Datum		v;
 
+		if (generic && plan->aggs[i].kind == WEIR_AGG_GENERIC)
+		{
+			v = generic[i];
+			isnull = generic_null[i];
+		}
+		else
+			v = weir_agg_final(&plan->aggs[i], states, &isnull);
 		weir_column_add(&s->cols[c++], v, isnull);
 	}
 }
