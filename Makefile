@@ -18,7 +18,7 @@ OBJS = \
 	src/retention.o \
 	src/definition.o \
 	src/definition_parse.o \
-	src/definition_store.o src/write_target.o src/sink_guard.o src/skip.o src/subxact.o \
+	src/definition_store.o src/write_target.o src/sink_guard.o src/skip.o src/subxact.o src/act_as.o \
 	src/aggregate.o \
 	src/window.o \
 	src/catalog_pipeline.o \

@@ -40,23 +40,13 @@
 #include "topic.h"
 
 /*
- * Run SQL inside SPI as `role`, in a security-restricted operation (no
- * SET ROLE, no temporary objects, no deferred work of the role's own) with
- * search_path pinned to pg_catalog, pg_temp: what runs is what the SQL
- * names, as autovacuum runs index functions.  Pair with
- * weir_catalog_privileged_end.
+ * Run SQL inside SPI as `role` (act_as.c: restricted, search_path
+ * pg_catalog, pg_temp).  Pair with weir_catalog_privileged_end.
  */
 void
 weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role)
 {
-	GetUserIdAndSecContext(&p->save_userid, &p->save_sec_context);
-	SetUserIdAndSecContext(role, p->save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	p->save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	weir_act_as_begin(p, role);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 }
@@ -81,8 +71,7 @@ void
 weir_catalog_privileged_end(WeirCatalogPrivilege *p)
 {
 	SPI_finish();
-	AtEOXact_GUC(true, p->save_nestlevel);
-	SetUserIdAndSecContext(p->save_userid, p->save_sec_context);
+	weir_act_as_end(p);
 }
 
 /*

@@ -13,6 +13,8 @@
 #ifndef WEIR_CATALOG_H
 #define WEIR_CATALOG_H
 
+#include "act_as.h"
+
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
@@ -27,12 +29,8 @@ typedef struct WeirTopicRow
 	Interval	retention;
 } WeirTopicRow;
 
-typedef struct WeirCatalogPrivilege
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-} WeirCatalogPrivilege;
+/* SQL run as another role (act_as.c), inside SPI */
+typedef WeirActAs WeirCatalogPrivilege;
 
 extern void weir_catalog_privileged_begin(WeirCatalogPrivilege *p);
 extern void weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role);

@@ -50,22 +50,14 @@
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "act_as.h"
 #include "definition.h"
 
 #define DEFINITION_SCHEMA "weir_pipelines"
-
-/* Run as the owner of the schema of definitions, search_path pinned. */
-typedef struct AsSchemaOwner
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-} AsSchemaOwner;
 
 static Oid
 schema_oid(void)
@@ -73,8 +65,9 @@ schema_oid(void)
 	return get_namespace_oid(DEFINITION_SCHEMA, false);
 }
 
-static void
-as_schema_owner_begin(AsSchemaOwner *as)
+/* The owner of the schema of definitions, who creates them (act_as.c). */
+static Oid
+schema_owner(void)
 {
 	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema_oid()));
 	Oid			owner;
@@ -83,19 +76,7 @@ as_schema_owner_begin(AsSchemaOwner *as)
 		elog(ERROR, "cache lookup failed for schema \"%s\"", DEFINITION_SCHEMA);
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
-	GetUserIdAndSecContext(&as->save_userid, &as->save_sec_context);
-	SetUserIdAndSecContext(owner, as->save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	as->save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-}
-
-static void
-as_schema_owner_end(AsSchemaOwner *as)
-{
-	AtEOXact_GUC(true, as->save_nestlevel);
-	SetUserIdAndSecContext(as->save_userid, as->save_sec_context);
+	return owner;
 }
 
 /*
@@ -110,7 +91,7 @@ weir_definition_store(WeirDefinition *def, const char *name, Oid owner)
 	List	   *columns = NIL;
 	ListCell   *lc;
 	ObjectAddress address;
-	AsSchemaOwner as;
+	WeirActAs	as;
 
 	foreach(lc, def->query->targetList)
 	{
@@ -125,13 +106,13 @@ weir_definition_store(WeirDefinition *def, const char *name, Oid owner)
 	cs->oncommit = ONCOMMIT_NOOP;
 	cs->if_not_exists = false;
 
-	as_schema_owner_begin(&as);
+	weir_act_as_begin(&as, schema_owner());
 	address = DefineRelation(cs, RELKIND_VIEW, owner, NULL, NULL);
 	CommandCounterIncrement();
 	/* copies the tree, adds OLD and NEW, records what it depends on */
 	StoreViewQuery(address.objectId, def->query, false);
 	CommandCounterIncrement();
-	as_schema_owner_end(&as);
+	weir_act_as_end(&as);
 	return address.objectId;
 }
 

@@ -33,6 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "act_as.h"
 #include "aggregate.h"
 #include "catalog_pipeline.h"
 #include "definition.h"
@@ -56,25 +57,13 @@ typedef struct Copied
  *		timestamptz, window_end timestamptz, fired boolean, aggregates jsonb)
  */
 /*
- * The pipeline `name`, which the current user must own (or be a member of
- * its owner), and its plan, made as the worker makes it (from its stored
- * definition, with search_path pg_catalog, pg_temp).
- */
-typedef struct AsOwner
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-} AsOwner;
-
-/*
  * The plan of a pipeline the caller may read the state of, built and used
  * as its owner (a superuser reading a user's pipeline runs nothing of the
  * user's with the superuser's rights), restricted, with search_path
- * pg_catalog, pg_temp.  Pair with as_owner_end.
+ * pg_catalog, pg_temp (act_as.c).  Pair with weir_act_as_end.
  */
 static WeirPlan *
-owned_pipeline_plan(const char *name, WeirPipelineRow *row, AsOwner *as)
+owned_pipeline_plan(const char *name, WeirPipelineRow *row, WeirActAs *as)
 {
 	if (!weir_catalog_pipeline_by_name(name, row))
 		ereport(ERROR,
@@ -85,20 +74,8 @@ owned_pipeline_plan(const char *name, WeirPipelineRow *row, AsOwner *as)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of pipeline \"%s\" to read its state", name)));
-	GetUserIdAndSecContext(&as->save_userid, &as->save_sec_context);
-	SetUserIdAndSecContext(row->owner, as->save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	as->save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	weir_act_as_begin(as, row->owner);
 	return weir_pipeline_plan(row);
-}
-
-static void
-as_owner_end(AsOwner *as)
-{
-	AtEOXact_GUC(true, as->save_nestlevel);
-	SetUserIdAndSecContext(as->save_userid, as->save_sec_context);
 }
 
 /* The copied windows as rows: keys as text, aggregate values as JSON text. */
@@ -184,7 +161,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 	WeirStoreRoot *root;
 	Copied	   *copies = NULL;
 	uint32		ncopies = 0;
-	AsOwner		as;
+	WeirActAs	as;
 
 	weir_require_arg(fcinfo, 0, "pipeline");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -194,7 +171,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 	slot = weir_shmem_pipeline(row.id, false);
 	if (slot == NULL)
 	{
-		as_owner_end(&as);
+		weir_act_as_end(&as);
 		return (Datum) 0;
 	}
 	/* called from inside the pipeline's own worker (a user function) */
@@ -210,7 +187,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root))
 	{
 		LWLockRelease(&slot->lock);
-		as_owner_end(&as);
+		weir_act_as_end(&as);
 		return (Datum) 0;		/* not running: see weir.committed_state */
 	}
 	area = dsa_attach(slot->area);
@@ -251,7 +228,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 	dsa_detach(area);
 
 	put_windows(rsinfo, plan, copies, ncopies);
-	as_owner_end(&as);
+	weir_act_as_end(&as);
 	return (Datum) 0;
 }
 
@@ -302,7 +279,7 @@ weir_committed_state(PG_FUNCTION_ARGS)
 	WeirWindowChunks wc;
 	TimestampTz watermark;
 	int64		bytes;
-	AsOwner		as;
+	WeirActAs	as;
 
 	weir_require_arg(fcinfo, 0, "pipeline");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -321,6 +298,6 @@ weir_committed_state(PG_FUNCTION_ARGS)
 									  weir_interval_usecs(&row.allowed_lateness, "allowed_lateness"),
 									  copy_committed, &cc, &bytes);
 	put_windows(rsinfo, cc.plan, cc.copies, cc.n);
-	as_owner_end(&as);
+	weir_act_as_end(&as);
 	return (Datum) 0;
 }

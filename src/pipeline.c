@@ -43,6 +43,7 @@
 
 #include "catalog_pipeline.h"
 #include "clock.h"
+#include "act_as.h"
 #include "definition.h"
 #include "write_target.h"
 #include "shmem.h"
@@ -663,9 +664,7 @@ Datum
 weir_start(PG_FUNCTION_ARGS)
 {
 	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	WeirActAs	as;
 	WeirPlan   *plan;
 
 	/*
@@ -673,16 +672,10 @@ weir_start(PG_FUNCTION_ARGS)
 	 * pipeline that cannot run says why now, with its SQLSTATE, rather
 	 * than in last_error a moment later.
 	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(row.owner, save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	weir_act_as_begin(&as, row.owner);
 	plan = weir_pipeline_plan(&row);
 	weir_check_tables(plan, &row, row.owner);
-	AtEOXact_GUC(true, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	weir_act_as_end(&as);
 
 	weir_catalog_pipeline_set_enabled(row.id, true);
 	wake_launcher_at_commit();

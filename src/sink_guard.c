@@ -116,7 +116,30 @@ try_write(WeirGuardedWrite write, void *arg, WeirColumn *cols, char **message)
 	return false;
 }
 
-/* Row i of `cols` as a JSON object keyed by `names` (values as text). */
+/*
+ * One field of a dead letter's record, a JSON object being built in buf
+ * (after '{'): "name": value as its type's text, or null.
+ */
+void
+weir_json_field(StringInfo buf, const char *name, Oid type, Datum value, bool isnull)
+{
+	if (buf->data[buf->len - 1] != '{')
+		appendStringInfoString(buf, ", ");
+	escape_json(buf, name);
+	appendStringInfoString(buf, ": ");
+	if (isnull)
+		appendStringInfoString(buf, "null");
+	else
+	{
+		Oid			output;
+		bool		varlena;
+
+		getTypeOutputInfo(type, &output, &varlena);
+		escape_json(buf, OidOutputFunctionCall(output, value));
+	}
+}
+
+/* Row i of `cols` as a JSON object keyed by `names`. */
 static Datum
 row_json(WeirColumn *cols, int ncols, const char *const *names, int i)
 {
@@ -125,22 +148,7 @@ row_json(WeirColumn *cols, int ncols, const char *const *names, int i)
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
 	for (int c = 0; c < ncols; c++)
-	{
-		if (c > 0)
-			appendStringInfoString(&buf, ", ");
-		escape_json(&buf, names[c]);
-		appendStringInfoString(&buf, ": ");
-		if (cols[c].nulls[i])
-			appendStringInfoString(&buf, "null");
-		else
-		{
-			Oid			output;
-			bool		varlena;
-
-			getTypeOutputInfo(cols[c].type, &output, &varlena);
-			escape_json(&buf, OidOutputFunctionCall(output, cols[c].values[i]));
-		}
-	}
+		weir_json_field(&buf, names[c], cols[c].type, cols[c].values[i], cols[c].nulls[i]);
 	appendStringInfoChar(&buf, '}');
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }

@@ -35,6 +35,8 @@ typedef struct WeirGuardTarget
 } WeirGuardTarget;
 
 extern void weir_dead_letter_columns_init(WeirColumn *d);
+extern void weir_json_field(StringInfo buf, const char *name, Oid type, Datum value,
+							bool isnull);
 extern bool weir_error_is_about_data(int sqlerrcode);
 extern void weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols,
 							   WeirGuardedWrite write, void *arg,

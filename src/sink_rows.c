@@ -19,11 +19,11 @@
  */
 #include "postgres.h"
 
-#include "utils/json.h"
-#include "utils/lsyscache.h"
+#include "catalog/pg_type.h"
 #include "utils/timestamp.h"
 
 #include "aggregate.h"
+#include "sink_guard.h"
 #include "sink_rows.h"
 #include "worker.h"
 
@@ -37,6 +37,13 @@ weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan)
 	for (int i = 0; i < s->ncols; i++)
 		weir_column_init(&s->cols[i], plan->sinkcols[i].type);
 	s->problems = NIL;
+	s->generic = NULL;
+	s->generic_null = NULL;
+	if (plan->has_generic)
+	{
+		s->generic = palloc(sizeof(Datum) * plan->naggs);
+		s->generic_null = palloc(sizeof(bool) * plan->naggs);
+	}
 }
 
 /* A window that cannot be a row, with its key (decoded in s->keyvals) and bounds. */
@@ -50,20 +57,10 @@ add_problem(WeirSinkRows *s, const char *error, TimestampTz start, TimestampTz e
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
 	for (int i = 0; i < plan->nkeys; i++)
-	{
-		Oid			output;
-		bool		varlena;
-
-		getTypeOutputInfo(plan->sinkcols[i].type, &output, &varlena);
-		escape_json(&buf, plan->sinkcols[i].name);
-		appendStringInfoString(&buf, ": ");
-		escape_json(&buf, OidOutputFunctionCall(output, s->keyvals[i]));
-		appendStringInfoString(&buf, ", ");
-	}
-	appendStringInfoString(&buf, "\"window_start\": ");
-	escape_json(&buf, timestamptz_to_str(start));
-	appendStringInfoString(&buf, ", \"window_end\": ");
-	escape_json(&buf, timestamptz_to_str(end));
+		weir_json_field(&buf, plan->sinkcols[i].name, plan->sinkcols[i].type, s->keyvals[i],
+						false);
+	weir_json_field(&buf, "window_start", TIMESTAMPTZOID, TimestampTzGetDatum(start), false);
+	weir_json_field(&buf, "window_end", TIMESTAMPTZOID, TimestampTzGetDatum(end), false);
 	appendStringInfoChar(&buf, '}');
 	p->error = psprintf("the window's aggregates cannot be computed: %s", error);
 	p->record = buf.data;
@@ -77,8 +74,8 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 {
 	WeirPlan   *plan = s->plan;
 	int			c = 0;
-	Datum	   *generic = NULL;
-	bool	   *generic_null = NULL;
+	Datum	   *generic = s->generic;
+	bool	   *generic_null = s->generic_null;
 
 	weir_checkpoint_decode_key(plan, key, s->keyvals);
 	for (int i = 0; i < plan->naggs; i++)
@@ -92,10 +89,8 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 		}
 	}
 	/* generic aggregates: the user's functions may raise (caught, per window) */
-	if (plan->has_generic)
+	if (generic)
 	{
-		generic = palloc(sizeof(Datum) * plan->naggs);
-		generic_null = palloc(sizeof(bool) * plan->naggs);
 		for (int i = 0; i < plan->naggs; i++)
 		{
 			const char *problem;

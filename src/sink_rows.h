@@ -31,6 +31,9 @@ typedef struct WeirSinkRows
 	 * WeirSinkProblem each, dead letters instead of rows
 	 */
 	List	   *problems;
+	/* scratch: a window's generic aggregates' values (plans that have them) */
+	Datum	   *generic;
+	bool	   *generic_null;
 } WeirSinkRows;
 
 typedef struct WeirSinkProblem
