@@ -51,20 +51,26 @@ weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role)
 		elog(ERROR, "SPI_connect failed");
 }
 
-/* Catalog SQL: as the owner of the weir schema (see weir_catalog_as_role_begin). */
-void
-weir_catalog_privileged_begin(WeirCatalogPrivilege *p)
+/* The owner of schema `nspname` (weir's own schemas: the extension's owner). */
+Oid
+weir_namespace_owner(const char *nspname)
 {
-	Oid			nspid = get_namespace_oid("weir", false);
-	HeapTuple	tup;
+	Oid			nspid = get_namespace_oid(nspname, false);
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nspid));
 	Oid			owner;
 
-	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nspid));
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for namespace %u", nspid);
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
-	weir_catalog_as_role_begin(p, owner);
+	return owner;
+}
+
+/* Catalog SQL: as the owner of the weir schema (see weir_catalog_as_role_begin). */
+void
+weir_catalog_privileged_begin(WeirCatalogPrivilege *p)
+{
+	weir_catalog_as_role_begin(p, weir_namespace_owner("weir"));
 }
 
 void

@@ -32,6 +32,7 @@ typedef struct WeirTopicRow
 /* SQL run as another role (act_as.c), inside SPI */
 typedef WeirActAs WeirCatalogPrivilege;
 
+extern Oid	weir_namespace_owner(const char *nspname);
 extern void weir_catalog_privileged_begin(WeirCatalogPrivilege *p);
 extern void weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role);
 extern void weir_catalog_privileged_end(WeirCatalogPrivilege *p);

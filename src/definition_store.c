@@ -41,7 +41,6 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_namespace.h"
 #include "commands/tablecmds.h"
 #include "commands/view.h"
 #include "miscadmin.h"
@@ -52,32 +51,12 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 #include "act_as.h"
+#include "catalog.h"
 #include "definition.h"
 
 #define DEFINITION_SCHEMA "weir_pipelines"
-
-static Oid
-schema_oid(void)
-{
-	return get_namespace_oid(DEFINITION_SCHEMA, false);
-}
-
-/* The owner of the schema of definitions, who creates them (act_as.c). */
-static Oid
-schema_owner(void)
-{
-	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema_oid()));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for schema \"%s\"", DEFINITION_SCHEMA);
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
 
 /*
  * Store a definition as view weir_pipelines.<name>, owned by `owner`;
@@ -106,7 +85,8 @@ weir_definition_store(WeirDefinition *def, const char *name, Oid owner)
 	cs->oncommit = ONCOMMIT_NOOP;
 	cs->if_not_exists = false;
 
-	weir_act_as_begin(&as, schema_owner());
+	/* created by the schema's owner (act_as.c), owned by the pipeline's */
+	weir_act_as_begin(&as, weir_namespace_owner(DEFINITION_SCHEMA));
 	address = DefineRelation(cs, RELKIND_VIEW, owner, NULL, NULL);
 	CommandCounterIncrement();
 	/* copies the tree, adds OLD and NEW, records what it depends on */
