@@ -35,6 +35,11 @@ OBJS = \
 	src/columns.o \
 	src/keyed.o \
 	src/dedup.o \
+	src/key_image.o \
+	src/operator.o \
+	src/operator_output.o \
+	src/operator_projection.o \
+	src/operator_window.o \
 	src/lastvalue.o \
 	src/join.o \
 	src/row_arena.o \

@@ -48,50 +48,13 @@
 #include "checkpoint_package.h"
 #include "clock.h"
 #include "columns.h"
-#include "dedup.h"
-#include "join.h"
-#include "lastvalue.h"
+#include "operator.h"
 #include "sink.h"
 #include "sink_guard.h"
 #include "sink_rows.h"
 #include "window_chunks.h"
 #include "write_target.h"
 #include "worker.h"
-
-/* Key image (worker.c append_key) back to one Datum per key column. */
-void
-weir_checkpoint_decode_key(WeirPlan *plan, const char *image, Datum *values)
-{
-	const char *p = image;
-
-	for (int i = 0; i < plan->nkeys; i++)
-	{
-		WeirKeySpec *k = &plan->keys[i];
-
-		if (k->typbyval)
-		{
-			memcpy(&values[i], p, sizeof(Datum));
-			p += sizeof(Datum);
-		}
-		else if (k->typlen > 0)
-		{
-			char	   *copy = palloc(k->typlen);
-
-			memcpy(copy, p, k->typlen);
-			values[i] = PointerGetDatum(copy);
-			p += k->typlen;
-		}
-		else
-		{
-			uint32		len;
-
-			memcpy(&len, p, sizeof(uint32));
-			p += sizeof(uint32);
-			values[i] = PointerGetDatum(weir_make_bytea(p, len));	/* any varlena */
-			p += len;
-		}
-	}
-}
 
 /*
  * Rows through the bulk path (sink.c), when the sink allows it: first
@@ -209,293 +172,6 @@ ms_since(TimestampTz from, TimestampTz to)
 	return (double) (to - from) / 1000.0;
 }
 
-/* What a checkpoint wrote, for its weir.checkpoints row */
-typedef struct CheckpointCounts
-{
-	int64		bytes;
-	int64		sink_rows;
-	int64		state_rows;
-} CheckpointCounts;
-
-/* A window's current version into the checkpoint's chunks. */
-static void
-add_window_image(WeirWorker *w, WeirWindowChunkBuilder *cb, WeirWindow *win)
-{
-	WeirStoreRoot *root = w->store->root;
-	bytea	   *image = weir_agg_states_image(w->plan, weir_window_states(root, win));
-
-	weir_window_chunks_add(cb, weir_window_key(win), weir_window_keylen(win), win->start,
-						   weir_window_end(root, w->plan, win),
-						   (weir_window_flags(win) & WEIR_WINDOW_FIRED) != 0,
-						   VARDATA(image), VARSIZE(image) - VARHDRSZ);
-	pfree(image);
-	weir_window_set_flags(win, WEIR_WINDOW_PERSISTED);
-}
-
-/*
- * Sink rows into the package, when there are any, and the windows that
- * could not be rows as dead letters of the sink (no partition, no
- * position: a window is made of many records).
- */
-static void
-package_sink_rows(WeirWorker *w, WeirPackage *pkg, WeirPackageOpKind kind, WeirSinkRows *rows)
-{
-	ListCell   *lc;
-	WeirColumn	d[4];
-
-	if (rows->cols[0].n > 0)
-		weir_package_add_columns(pkg, kind, InvalidOid, rows->cols, rows->ncols);
-	if (rows->problems == NIL)
-		return;
-	weir_dead_letter_columns_init(d);
-	foreach(lc, rows->problems)
-	{
-		WeirSinkProblem *p = lfirst(lc);
-
-		weir_column_add(&d[0], (Datum) 0, true);
-		weir_column_add(&d[1], (Datum) 0, true);
-		weir_column_add(&d[2], CStringGetTextDatum(p->error), false);
-		weir_column_add(&d[3], DirectFunctionCall1(jsonb_in, CStringGetDatum(p->record)), false);
-		pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
-	}
-	weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->row.sink, d, 4);
-	list_free_deep(rows->problems);
-	rows->problems = NIL;
-}
-
-/* Keys of sink rows to delete into the package, when there are any. */
-static void
-package_sink_deletes(WeirPackage *pkg, WeirColumn **key, int nkey)
-{
-	if (nkey > 0 && key[0]->n > 0)
-		weir_package_add_column_list(pkg, WEIR_PKG_SINK_DELETE, key, nkey);
-}
-
-/*
- * Sync phase for windows: the changed windows' sink rows and chunk images,
- * and what the retired ones still owe, into the package (retractions, first
- * emissions, updates, chunks: the order they are written in).  Flags of the
- * windows collected are cleared here: if the checkpoint does not commit,
- * the worker exits and restores from the previous one, so they are never
- * trusted after a failure.
- */
-static void
-window_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
-{
-	WeirPlan   *plan = w->plan;
-	WeirStoreRoot *root = w->store->root;
-	WeirWindowIter iter;
-	WeirWindow *win;
-	ListCell   *lc;
-	int64		live_bytes = 0;
-	WeirSinkRows *sink;			/* rows already in the sink: upserted */
-	WeirSinkRows *fresh;			/* first emission of a window: inserted */
-	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
-	WeirColumn *rkeys;			/* sink rows to retract: key columns */
-	WeirColumn **retract;
-
-	/* the rows of windows that left memory are there already */
-	for (int emitted = 0; emitted < 2; emitted++)
-	{
-		WeirSinkRows *rows = w->store->retired_rows[emitted];
-
-		if (rows == NULL)
-		{
-			rows = palloc(sizeof(WeirSinkRows));
-			weir_sink_rows_init(rows, plan);
-		}
-		if (emitted)
-			sink = rows;
-		else
-			fresh = rows;
-	}
-	weir_window_chunks_begin(&chunks, w->lateness, false);
-	rkeys = palloc(sizeof(WeirColumn) * (plan->nkeys + 1));
-	retract = palloc(sizeof(WeirColumn *) * (plan->nkeys + 1));
-	for (int i = 0; i < plan->nkeys; i++)
-		weir_column_init(&rkeys[i], plan->keys[i].type);
-	weir_column_init(&rkeys[plan->nkeys], TIMESTAMPTZOID);
-	for (int i = 0; i <= plan->nkeys; i++)
-		retract[i] = &rkeys[i];
-	/*
-	 * A session merged into another has not closed: a restore would bring
-	 * its earlier versions back, so it is written as gone (closed windows a
-	 * restore skips).  Before the windows' versions, which a restore reads
-	 * after it, so that nothing written now is hidden.
-	 */
-	foreach(lc, w->store->retired)
-	{
-		WeirRetired *r = lfirst(lc);
-
-		if (r->persisted)
-			weir_window_chunks_add_gone(&chunks, r->key, r->keylen, r->start, r->end);
-	}
-	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-	weir_window_iter_init(&iter, w->store);
-	while ((win = weir_window_iter_next(&iter)) != NULL)
-	{
-		TimestampTz end = weir_window_end(root, plan, win);
-		char	   *states = weir_window_states(root, win);
-
-		if (weir_window_flags(win) & WEIR_WINDOW_SINK_DIRTY)
-		{
-			weir_sink_rows_add((weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? sink : fresh,
-							   weir_window_key(win), win->start, end, states);
-			weir_window_clear_flags(win, WEIR_WINDOW_SINK_DIRTY);
-			weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
-		}
-		/* what its image would take (generic states: their fixed part) */
-		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + weir_window_keylen(win) + plan->state_size;
-		if (weir_window_flags(win) & WEIR_WINDOW_DIRTY)
-		{
-			add_window_image(w, &chunks, win);
-			weir_window_clear_flags(win, WEIR_WINDOW_DIRTY);
-		}
-	}
-	/*
-	 * The chunks hold far more than the open windows: write them all anew
-	 * (older chunks all go, so nothing needs to be written as gone).
-	 */
-	if (weir_window_chunks_compact_due(&w->window_chunks, &chunks, live_bytes))
-	{
-		weir_window_chunks_finish(&chunks);
-		weir_window_chunks_begin(&chunks, w->lateness, true);
-		weir_window_iter_init(&iter, w->store);
-		while ((win = weir_window_iter_next(&iter)) != NULL)
-			add_window_image(w, &chunks, win);
-	}
-	LWLockRelease(&w->slot->lock);
-	foreach(lc, w->store->retired)
-	{
-		WeirRetired *r = lfirst(lc);
-
-		if (r->retract_sink)
-		{
-			weir_checkpoint_decode_key(plan, r->key, sink->keyvals);
-			for (int i = 0; i < plan->nkeys; i++)
-				weir_column_add(&rkeys[i], sink->keyvals[i], false);
-			weir_column_add(&rkeys[plan->nkeys], TimestampTzGetDatum(r->start), false);
-		}
-	}
-	weir_window_chunks_finish(&chunks);
-	package_sink_deletes(pkg, retract, plan->nkeys + 1);
-	package_sink_rows(w, pkg, WEIR_PKG_SINK_INSERT, fresh);
-	package_sink_rows(w, pkg, WEIR_PKG_SINK_UPSERT, sink);
-	weir_window_chunks_package(&w->window_chunks, &chunks, pkg, w->watermark);
-	n->sink_rows = sink->cols[0].n + fresh->cols[0].n;
-	n->state_rows = chunks.total_entries;
-	n->bytes = chunks.bytes;
-}
-
-/*
- * Sync phase for last values: the newest row of each key that changed, the
- * keys that expired (their rows deleted first), and the changed entries'
- * chunk.
- */
-static void
-last_value_collect(WeirWorker *w, WeirPackage *pkg, CheckpointCounts *n)
-{
-	WeirPlan   *plan = w->plan;
-	WeirLastValue *lv = w->last_value;
-	int			ncols = plan->ncolumns;
-	Datum	   *keyvals = palloc(sizeof(Datum) * plan->nkeys);
-	ListCell   *lc;
-	WeirSinkRows	fresh;			/* keys new since the last checkpoint: inserted */
-	WeirSinkRows	changed;		/* keys whose row is in the sink: upserted */
-	WeirColumn *gone;			/* keys that expired: their rows deleted */
-	WeirColumn **gone_list;
-	WeirKeyedCollected collected;
-
-	weir_sink_rows_init(&fresh, plan);
-	weir_sink_rows_init(&changed, plan);
-	gone = palloc(sizeof(WeirColumn) * Max(plan->nkeys, 1));
-	gone_list = palloc(sizeof(WeirColumn *) * Max(plan->nkeys, 1));
-	for (int i = 0; i < plan->nkeys; i++)
-	{
-		weir_column_init(&gone[i], plan->keys[i].type);
-		gone_list[i] = &gone[i];
-	}
-	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-
-	/*
-	 * Every key expired by now goes in this checkpoint, sink row and all: a
-	 * restore skips them (those that changed since the last checkpoint go
-	 * right after it, and a restore deletes their rows: keyed.c).
-	 */
-	(void) weir_keyed_expire_exact(lv->keys, w->watermark);
-	for (int r = 0; r < lv->npending; r++)
-	{
-		WeirWindow *win = weir_window_at(w->store, lv->pending_entry[r]);
-		WeirKeyedState *s = weir_keyed_state(lv->keys, lv->pending_entry[r]);
-		WeirSinkRows   *rows = (weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? &changed : &fresh;
-
-		s->pending = -1;
-		weir_checkpoint_decode_key(plan, weir_window_key(win), keyvals);
-		if (lv->ttl > 0 && !TIMESTAMP_NOT_FINITE(w->watermark) &&
-			s->t + lv->ttl <= w->watermark)
-		{
-			/* expired already: its row goes (if it was written), not comes */
-			if (weir_window_flags(win) & WEIR_WINDOW_EMITTED)
-				for (int i = 0; i < plan->nkeys; i++)
-					weir_column_add(&gone[i], keyvals[i], false);
-			weir_window_clear_flags(win, WEIR_WINDOW_EMITTED);
-			continue;
-		}
-		for (int i = 0; i < plan->nkeys; i++)
-			weir_column_add(&rows->cols[i], keyvals[i], false);
-		for (int i = 0; i < ncols; i++)
-			weir_column_add(&rows->cols[plan->nkeys + i], lv->pending_values[r * ncols + i],
-							lv->pending_nulls[r * ncols + i]);
-		weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
-	}
-	weir_keyed_collect(lv->keys, w->watermark, &collected);
-	LWLockRelease(&w->slot->lock);
-	foreach(lc, lv->keys->removed)
-	{
-		bytea	   *key = lfirst(lc);
-
-		weir_checkpoint_decode_key(plan, VARDATA(key), keyvals);
-		for (int i = 0; i < plan->nkeys; i++)
-			weir_column_add(&gone[i], keyvals[i], false);
-	}
-	package_sink_deletes(pkg, gone_list, plan->nkeys);
-	package_sink_rows(w, pkg, WEIR_PKG_SINK_INSERT, &fresh);
-	package_sink_rows(w, pkg, WEIR_PKG_SINK_UPSERT, &changed);
-	weir_keyed_package(lv->keys, pkg, w->watermark, &collected);
-	n->sink_rows = fresh.cols[0].n + changed.cols[0].n;
-	n->state_rows = collected.entries;
-	n->bytes = collected.bytes;
-}
-
-/*
- * Sync phase for records passed on (dedup, projection, join pairs): the
- * rows kept, inserted, and the chunks of the keyed state, if any.
- */
-static void
-kept_collect(WeirWorker *w, WeirPackage *pkg, WeirColumn *pending, WeirKeyed *keyed,
-			 CheckpointCounts *n)
-{
-	WeirKeyedCollected collected;
-
-	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-	if (w->join)
-		weir_join_drain(w->join, w->watermark); /* rows that left go for real
-												 * first (join.c) */
-	if (keyed)
-	{
-		weir_keyed_collect(keyed, w->watermark, &collected);
-		n->state_rows += collected.entries;
-		n->bytes += collected.bytes;
-	}
-	LWLockRelease(&w->slot->lock);
-	n->sink_rows = pending[0].n;
-	if (pending[0].n > 0)
-		weir_package_add_columns(pkg, WEIR_PKG_SINK_INSERT, InvalidOid, pending,
-								 w->plan->nsinkcols);
-	if (keyed)
-		weir_keyed_package(keyed, pkg, w->watermark, &collected);
-}
-
 /* Positions, dead letters and late records: what every kind writes. */
 static void
 progress_collect(WeirWorker *w, WeirPackage *pkg)
@@ -576,9 +252,8 @@ pipeline_exists(WeirWorker *w)
 void
 weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackage *pkg)
 {
-	WeirPlan   *plan = w->plan;
 	TimestampTz started = weir_clock_now();
-	CheckpointCounts n = {0, 0, 0};
+	WeirCollected n = {0, 0, 0};
 	WeirPackageHeader *h;
 
 	/* a pipeline dropped (or replaced under the same id) ends its worker */
@@ -590,14 +265,7 @@ weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackag
 	}
 
 	weir_package_begin(pkg);
-	if (plan->op == WEIR_OP_DEDUP || plan->op == WEIR_OP_PROJECTION)
-		kept_collect(w, pkg, w->dedup->pending, w->dedup->ids, &n);
-	else if (plan->op == WEIR_OP_LAST_VALUE)
-		last_value_collect(w, pkg, &n);
-	else if (plan->op == WEIR_OP_JOIN)
-		kept_collect(w, pkg, w->join->pending, w->join->keys, &n);
-	else
-		window_collect(w, pkg, &n);
+	w->op->ops->collect(w->op, pkg, w->watermark, &n);
 	progress_collect(w, pkg);
 
 	h = weir_package_header(pkg);
@@ -787,48 +455,9 @@ weir_checkpoint_execute(WeirWorker *w, const char *data, Size len, WeirCheckpoin
 void
 weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res)
 {
-	if (w->last_value)
-		weir_keyed_chunks_deleted(w->last_value->keys, res->deleted_bytes[0]);
-	else if (w->dedup && w->dedup->ids)
-		weir_keyed_chunks_deleted(w->dedup->ids, res->deleted_bytes[0]);
-	else if (w->join)
-		weir_keyed_chunks_deleted(w->join->keys, res->deleted_bytes[0]);
-	else if (w->plan->op == WEIR_OP_WINDOW)
-		weir_window_chunks_deleted(&w->window_chunks, res->deleted_bytes[0]);
+	w->op->ops->chunks_deleted(w->op, res->deleted_bytes[0]);
 	if (res->sink_rows >= WEIR_SINK_ROWS_MEASURED)
 		w->sink_row_us = res->write_us / res->sink_rows;
-}
-
-static void
-restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
-			   TimestampTz end, bool fired, const char *state, uint32 statelen)
-{
-	WeirWorker *w = (WeirWorker *) arg;
-	WeirWindow *win;
-	bool		created;
-
-	win = weir_window_lookup(w->store, start, end, key, keylen, &created);
-	if (win == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("checkpoint of pipeline \"%s\" does not fit in its max_state_memory", w->row.name),
-				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
-	if (!created ||
-		!weir_agg_states_restore(w->plan, weir_window_states(w->store->root, win),
-								 state, statelen))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("corrupted checkpoint of pipeline \"%s\": bad window state",
-						w->row.name),
-				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
-	/*
-	 * A restored window has a row in the sink if it fired, or if the pipeline
-	 * emits updates (written at an earlier checkpoint); otherwise its first
-	 * row is still to come, as an INSERT (which a topic sink needs).
-	 */
-	weir_window_reset_flags(win, WEIR_WINDOW_PERSISTED |
-							(fired ? WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED : 0) |
-							(w->emit_updates ? WEIR_WINDOW_EMITTED : 0));
 }
 
 /*
@@ -840,7 +469,8 @@ weir_checkpoint_restore(WeirWorker *w)
 {
 	TimestampTz started = GetCurrentTimestamp();
 	int64		bytes;
-	int64		windows;
+	int64		entries;
+	bool		owes_rows;
 	TimestampTz watermark;
 	double		ms;
 
@@ -852,20 +482,12 @@ weir_checkpoint_restore(WeirWorker *w)
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
 	w->watermark = watermark;
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-	if (w->plan->op == WEIR_OP_PROJECTION)
-		windows = bytes = 0;
-	else if (w->plan->op == WEIR_OP_DEDUP)
-		windows = weir_keyed_restore(w->dedup->ids, w->row.id, watermark, &bytes);
-	else if (w->plan->op == WEIR_OP_LAST_VALUE)
-		windows = weir_keyed_restore(w->last_value->keys, w->row.id, watermark, &bytes);
-	else if (w->plan->op == WEIR_OP_JOIN)
-		windows = weir_keyed_restore(w->join->keys, w->row.id, watermark, &bytes);
-	else
-		windows = weir_window_chunks_restore(&w->window_chunks, w->row.id, watermark,
-											 w->lateness, restore_window, w, &bytes);
+	entries = w->op->ops->restore(w->op, w->row.id, watermark, &bytes, &owes_rows);
 	LWLockRelease(&w->slot->lock);
+	if (owes_rows)
+		w->changed = true;
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
-	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, windows);
+	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, entries);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(w->cxt);
@@ -876,7 +498,6 @@ weir_checkpoint_restore(WeirWorker *w)
 	SpinLockRelease(&w->slot->mutex);
 	ereport(LOG,
 			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " %s, " INT64_FORMAT " bytes",
-					w->row.name, w->checkpoint_id, ms, windows,
-					w->plan->op == WEIR_OP_WINDOW ? "windows" :
-					w->plan->op == WEIR_OP_DEDUP ? "ids" : "keys", bytes)));
+					w->row.name, w->checkpoint_id, ms, entries,
+					w->op->ops->state_noun, bytes)));
 }

@@ -17,9 +17,6 @@
  * event time below the watermark is late (an id it might duplicate may
  * have left), and is dropped and counted as late, as with windows.
  *
- * A projection (a stateless stage) runs through the same code without ids:
- * every record that passes the filter is kept.
- *
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
@@ -29,93 +26,144 @@
  */
 #include "postgres.h"
 
-#include "utils/datum.h"
 #include "utils/memutils.h"
 
 #include "dedup.h"
+#include "operator_output.h"
 
-WeirDedup *
-weir_dedup_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
+typedef struct WeirDedup
 {
-	MemoryContext cxt = AllocSetContextCreate(parent, "weir dedup", ALLOCSET_DEFAULT_SIZES);
-	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
-	WeirDedup  *d = palloc0(sizeof(WeirDedup));
-
-	d->plan = plan;
-	d->horizon = plan->retention;
-	/* a projection keeps every record: no ids */
-	if (plan->op == WEIR_OP_DEDUP)
-		d->ids = weir_keyed_create(plan, store, 0, plan->state_size, plan->retention,
-								   false, cxt);
-	d->pending_cxt = AllocSetContextCreate(cxt, "weir dedup pending rows",
-										   ALLOCSET_DEFAULT_SIZES);
-	d->column_types = palloc(sizeof(WeirColumn) * Max(plan->ncolumns, 1));
-	for (int i = 0; i < plan->ncolumns; i++)
-		weir_column_init(&d->column_types[i], plan->columns[i].type);
-	MemoryContextSwitchTo(oldcxt);
-	/* the arrays outlive each checkpoint's rows (their by-reference values: pending_cxt) */
-	d->pending = weir_columns_like(d->column_types, plan->ncolumns, cxt);
-	return d;
-}
-
-/* A record the state can no longer judge: an id it matches may have left. */
-bool
-weir_dedup_is_late(WeirDedup *d, TimestampTz t, TimestampTz watermark)
-{
-	return d->horizon > 0 && t < watermark;
-}
+	WeirKeyed  *ids;			/* one entry per id; t: last seen at */
+	int64		horizon;		/* us of event time; 0: ids are kept forever */
+	WeirKeptRows kept;			/* records kept since the last checkpoint */
+} WeirDedup;
 
 /*
  * Judge one record; a kept one's column values join the pending sink rows.
- * Returns false if state memory ran out (store->out_of_memory).
+ * A record the state can no longer judge (an id it matches may have left)
+ * is late.
  */
-bool
-weir_dedup_apply(WeirDedup *d, const char *id, uint32 idlen, uint32 idhash,
-				 TimestampTz t, Datum *values, bool *nulls, bool *duplicate)
+static WeirApplied
+dedup_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 {
-	bool		created = true;
-	dsa_pointer dp = InvalidDsaPointer;
-	MemoryContext oldcxt;
+	WeirDedup  *d = op->state;
+	bool		created;
+	dsa_pointer dp;
 
-	if (d->ids)
-	{
-		dp = weir_keyed_enter(d->ids, id, idlen, idhash, t, &created);
-		if (!DsaPointerIsValid(dp))
-			return false;
-	}
-	if (created)
-		*duplicate = false;
-	else
+	if (d->horizon > 0 && r->t < watermark)
+		return WEIR_LATE;
+	dp = weir_keyed_enter(d->ids, r->key, r->keylen, r->keyhash, r->t, &created);
+	if (!DsaPointerIsValid(dp))
+		return WEIR_NO_MEMORY;
+	if (!created)
 	{
 		WeirKeyedState *s = weir_keyed_state(d->ids, dp);
+		bool		duplicate = d->horizon == 0 || s->t > r->t - d->horizon;
 
-		*duplicate = d->horizon == 0 || s->t > t - d->horizon;
-		if (t > s->t)
+		if (r->t > s->t)
 		{
-			s->t = t;
+			s->t = r->t;
 			weir_keyed_touch(d->ids, dp);
 		}
+		if (duplicate)
+			return WEIR_DROPPED;
 	}
-	if (*duplicate)
-		return true;
-
-	oldcxt = MemoryContextSwitchTo(d->pending_cxt);
-	for (int i = 0; i < d->plan->ncolumns; i++)
-	{
-		WeirColumnSpec *c = &d->plan->columns[i];
-
-		weir_column_add(&d->pending[i],
-						nulls[i] ? (Datum) 0 : datumCopy(values[i], c->typbyval, c->typlen),
-						nulls[i]);
-	}
-	MemoryContextSwitchTo(oldcxt);
-	return true;
+	weir_kept_rows_add(&d->kept, r->values, r->nulls);
+	return WEIR_APPLIED;
 }
 
-/* After a checkpoint committed the pending rows. */
-void
-weir_dedup_forget_pending(WeirDedup *d)
+/* Ids past their horizon leave (their chunks follow at the next checkpoint). */
+static bool
+dedup_expire(WeirOperator *op, TimestampTz watermark)
 {
-	MemoryContextReset(d->pending_cxt);
-	weir_columns_clear(d->pending, d->plan->ncolumns);
+	WeirDedup  *d = op->state;
+
+	(void) weir_keyed_expire(d->ids, watermark);
+	return false;
+}
+
+/* Sync phase: the records kept, and the chunks of the ids that changed. */
+static void
+dedup_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCollected *n)
+{
+	WeirDedup  *d = op->state;
+	WeirKeyedCollected collected;
+
+	LWLockAcquire(op->env.lock, LW_EXCLUSIVE);
+	weir_keyed_collect(d->ids, watermark, &collected);
+	LWLockRelease(op->env.lock);
+	weir_output_kept(op, pkg, watermark, d->kept.pending, &collected, n);
+}
+
+static bool
+dedup_after_checkpoint(WeirOperator *op)
+{
+	WeirDedup  *d = op->state;
+
+	weir_kept_rows_forget(&d->kept);
+	(void) weir_keyed_after_checkpoint(d->ids);
+	return false;
+}
+
+static void
+dedup_chunks_deleted(WeirOperator *op, int64 bytes)
+{
+	WeirDedup  *d = op->state;
+
+	weir_keyed_chunks_deleted(d->ids, bytes);
+}
+
+static int64
+dedup_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64 *bytes,
+				bool *owes_rows)
+{
+	WeirDedup  *d = op->state;
+
+	*owes_rows = false;
+	return weir_keyed_restore(d->ids, pipeline_id, watermark, bytes);
+}
+
+static int64
+dedup_pending_sink_rows(WeirOperator *op)
+{
+	WeirDedup  *d = op->state;
+
+	return d->kept.pending[0].n;
+}
+
+static int64
+dedup_held_entries(WeirOperator *op)
+{
+	WeirDedup  *d = op->state;
+
+	return d->ids->nheld;
+}
+
+static const WeirOperatorOps dedup_ops = {
+	.state_noun = "ids",
+	.rows_once = true,
+	.apply = dedup_apply,
+	.expire = dedup_expire,
+	.collect = dedup_collect,
+	.after_checkpoint = dedup_after_checkpoint,
+	.chunks_deleted = dedup_chunks_deleted,
+	.restore = dedup_restore,
+	.pending_sink_rows = dedup_pending_sink_rows,
+	.held_entries = dedup_held_entries,
+};
+
+void
+weir_dedup_operator_init(WeirOperator *op)
+{
+	WeirPlan   *plan = op->env.plan;
+	MemoryContext cxt = AllocSetContextCreate(op->env.cxt, "weir dedup", ALLOCSET_DEFAULT_SIZES);
+	WeirDedup  *d = MemoryContextAllocZero(cxt, sizeof(WeirDedup));
+
+	d->horizon = plan->retention;
+	d->ids = weir_keyed_create(plan, op->env.store, 0, plan->state_size, plan->retention,
+							   false, cxt);
+	weir_kept_rows_init(&d->kept, plan, cxt);
+	op->ops = &dedup_ops;
+	op->keys = d->ids;
+	op->state = d;
 }

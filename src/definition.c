@@ -37,7 +37,7 @@
 #include "utils/timestamp.h"
 
 #include "definition.h"
-#include "join.h"
+#include "join_state.h"
 #include "keyed.h"
 
 static void add_sink_column(WeirPlan *plan, const char *name, Oid type, int32 typmod,

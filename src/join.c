@@ -45,6 +45,31 @@
 #include "utils/memutils.h"
 
 #include "join.h"
+#include "join_state.h"
+#include "operator_output.h"
+#include "row_arena.h"
+
+typedef struct WeirJoin
+{
+	WeirPlan   *plan;			/* the left side's; plan->right the right's */
+	WeirWindowStore *store;
+	WeirKeyed  *keys;			/* one entry per key: both sides' rows */
+	WeirRowArena arenas[2];		/* per side: the rows' memory (a side's rows
+								 * leave in about arrival order) */
+	int64		bound[2];		/* a row can match until t + bound[side] */
+	TimestampTz watermark;		/* as of the last apply or drain */
+
+	/* joined rows since the last checkpoint: the sink's next rows */
+	MemoryContext pending_cxt;
+	WeirColumn *pending;		/* [plan->nsinkcols] */
+	WeirColumn *column_types;
+
+	/* a buffered row's values, read back to emit a pair; the record's own */
+	Datum	   *theirs;
+	bool	   *their_nulls;
+	Datum	   *own;
+} WeirJoin;
+
 
 /*
  * A buffered row: what deciding and emitting its pairs needs (its time, its
@@ -365,8 +390,8 @@ remove_rows(void *arg, WeirKeyed *k, dsa_pointer entry)
 
 /* ------------------------------------------------------------------------- */
 
-WeirJoin *
-weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
+static WeirJoin *
+join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 {
 	MemoryContext cxt = AllocSetContextCreate(parent, "weir join", ALLOCSET_DEFAULT_SIZES);
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
@@ -410,13 +435,6 @@ weir_join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
 	return j;
 }
 
-/* A row whose partner may have left the other side's buffer already. */
-bool
-weir_join_is_late(WeirJoin *j, TimestampTz t, TimestampTz watermark)
-{
-	return !TIMESTAMP_NOT_FINITE(watermark) && t < watermark;
-}
-
 /*
  * This record's values as its pairs take them: by-reference ones copied
  * into the pending rows' memory (the batch's memory goes with the batch),
@@ -436,13 +454,11 @@ own_values(WeirJoin *j, WeirPlan *plan, Datum *values, bool *nulls)
 
 /*
  * One row of `side`: join it with the other side's rows of its key, then
- * buffer it.  *matches: pairs emitted.  Returns false if state memory ran
- * out (store->out_of_memory).
+ * buffer it.  Returns false if state memory ran out (store->out_of_memory).
  */
-bool
-weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
-				TimestampTz t, Datum *values, bool *nulls, TimestampTz watermark,
-				int64 *matches)
+static bool
+join_row(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
+		 TimestampTz t, Datum *values, bool *nulls, TimestampTz watermark)
 {
 	int			other = 1 - side;
 	WeirPlan   *plan = side_plan(j, side);
@@ -458,7 +474,6 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 	JoinKeyState *s;
 
 	j->watermark = watermark;
-	*matches = 0;
 	/* what the row keeps, and its pairs take, are its values (self_contained) */
 	for (int i = 0; i < plan->ncolumns; i++)
 		values[i] = self_contained(values[i], nulls[i], plan->columns[i].typlen);
@@ -486,7 +501,6 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 				else
 					emit(j, j->theirs, j->their_nulls, own, nulls);
 				matched = true;
-				(*matches)++;
 				if (other == 0)
 					o->matched = 1;
 			}
@@ -524,8 +538,8 @@ weir_join_apply(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 ke
 }
 
 /* Each round: entries whose rows have all left go (left outer: emitting). */
-void
-weir_join_expire(WeirJoin *j, TimestampTz watermark)
+static void
+expire(WeirJoin *j, TimestampTz watermark)
 {
 	j->watermark = watermark;
 	(void) weir_keyed_expire(j->keys, watermark);
@@ -535,8 +549,8 @@ weir_join_expire(WeirJoin *j, TimestampTz watermark)
  * Before a checkpoint: every row that has left the buffers goes for real,
  * so that what the checkpoint stores, and what a restore skips, agree.
  */
-void
-weir_join_drain(WeirJoin *j, TimestampTz watermark)
+static void
+drain(WeirJoin *j, TimestampTz watermark)
 {
 	WeirKeyed  *k = j->keys;
 
@@ -555,10 +569,109 @@ weir_join_drain(WeirJoin *j, TimestampTz watermark)
 	}
 }
 
-/* After a checkpoint committed the pending rows. */
-void
-weir_join_forget_pending(WeirJoin *j)
+/* ------------------------------------------------------------------------- */
+
+/* A row whose partner may have left the other side's buffer already is late. */
+static WeirApplied
+join_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 {
+	if (!TIMESTAMP_NOT_FINITE(watermark) && r->t < watermark)
+		return WEIR_LATE;
+	if (!join_row(op->state, r->side, r->key, r->keylen, r->keyhash, r->t, r->values,
+				  r->nulls, watermark))
+		return WEIR_NO_MEMORY;
+	return WEIR_APPLIED;
+}
+
+/* Left outer: rows leaving without a match owe the sink a row. */
+static bool
+join_expire(WeirOperator *op, TimestampTz watermark)
+{
+	WeirJoin   *j = op->state;
+
+	expire(j, watermark);
+	return j->pending[0].n > 0;
+}
+
+/* Sync phase: the pairs joined, and the chunks of the keys that changed. */
+static void
+join_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCollected *n)
+{
+	WeirJoin   *j = op->state;
+	WeirKeyedCollected collected;
+
+	LWLockAcquire(op->env.lock, LW_EXCLUSIVE);
+	drain(j, watermark);		/* rows that left go for real first */
+	weir_keyed_collect(j->keys, watermark, &collected);
+	LWLockRelease(op->env.lock);
+	weir_output_kept(op, pkg, watermark, j->pending, &collected, n);
+}
+
+/* The pairs were committed; a drain may have left unmatched rows owed. */
+static bool
+join_after_checkpoint(WeirOperator *op)
+{
+	WeirJoin   *j = op->state;
+
 	MemoryContextReset(j->pending_cxt);
 	weir_columns_clear(j->pending, j->plan->nsinkcols);
+	(void) weir_keyed_after_checkpoint(j->keys);
+	return j->pending[0].n > 0;
+}
+
+static void
+join_chunks_deleted(WeirOperator *op, int64 bytes)
+{
+	WeirJoin   *j = op->state;
+
+	weir_keyed_chunks_deleted(j->keys, bytes);
+}
+
+static int64
+join_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64 *bytes,
+				bool *owes_rows)
+{
+	WeirJoin   *j = op->state;
+
+	*owes_rows = false;
+	return weir_keyed_restore(j->keys, pipeline_id, watermark, bytes);
+}
+
+static int64
+join_pending_sink_rows(WeirOperator *op)
+{
+	WeirJoin   *j = op->state;
+
+	return j->pending[0].n;
+}
+
+static int64
+join_held_entries(WeirOperator *op)
+{
+	WeirJoin   *j = op->state;
+
+	return j->keys->nheld;
+}
+
+static const WeirOperatorOps join_ops = {
+	.state_noun = "keys",
+	.rows_once = true,
+	.apply = join_apply,
+	.expire = join_expire,
+	.collect = join_collect,
+	.after_checkpoint = join_after_checkpoint,
+	.chunks_deleted = join_chunks_deleted,
+	.restore = join_restore,
+	.pending_sink_rows = join_pending_sink_rows,
+	.held_entries = join_held_entries,
+};
+
+void
+weir_join_operator_init(WeirOperator *op)
+{
+	WeirJoin   *j = join_create(op->env.plan, op->env.store, op->env.cxt);
+
+	op->ops = &join_ops;
+	op->keys = j->keys;
+	op->state = j;
 }

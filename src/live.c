@@ -41,6 +41,7 @@
 #include "weir.h"
 #include "window.h"
 #include "window_chunks.h"
+#include "key_image.h"
 #include "worker.h"
 
 typedef struct Copied
@@ -93,7 +94,7 @@ put_windows(ReturnSetInfo *rsinfo, WeirPlan *plan, Copied *copies, uint32 ncopie
 		JsonbParseState *state = NULL;
 		JsonbValue *result;
 
-		weir_checkpoint_decode_key(plan, c->key, keyvals);
+		weir_key_image_decode(plan, c->key, keyvals);
 		initStringInfo(&key);
 		for (int k = 0; k < plan->nkeys; k++)
 		{

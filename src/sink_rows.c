@@ -25,7 +25,7 @@
 #include "aggregate.h"
 #include "sink_guard.h"
 #include "sink_rows.h"
-#include "worker.h"
+#include "key_image.h"
 
 void
 weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan)
@@ -77,7 +77,7 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 	Datum	   *generic = s->generic;
 	bool	   *generic_null = s->generic_null;
 
-	weir_checkpoint_decode_key(plan, key, s->keyvals);
+	weir_key_image_decode(plan, key, s->keyvals);
 	for (int i = 0; i < plan->naggs; i++)
 	{
 		const char *problem = weir_agg_final_problem(&plan->aggs[i], states);

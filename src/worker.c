@@ -62,6 +62,7 @@
 #include "sink_guard.h"
 #include "skip.h"
 #include "subxact.h"
+#include "key_image.h"
 #include "topic.h"
 #include "window.h"
 #include "worker.h"
@@ -91,7 +92,6 @@ relation_changed(Datum arg, Oid relid)
 }
 
 static void stop_out_of_memory(WeirWorker *w) pg_attribute_noreturn();
-static int64 held_entries(WeirWorker *w);
 
 static void
 worker_detach(int code, Datum arg)
@@ -249,28 +249,6 @@ init_expressions(WeirWorker *w)
 	MemoryContextSwitchTo(oldcxt);
 }
 
-/*
- * Append a key value to the key image: by-value types as their Datum,
- * fixed-length types as their bytes, varlena as a length and the bytes.
- * checkpoint.c decodes the same layout.
- */
-static void
-append_key(StringInfo buf, WeirKeySpec *k, Datum value)
-{
-	if (k->typbyval)
-		memcpy(weir_append_space(buf, sizeof(Datum)), &value, sizeof(Datum));
-	else if (k->typlen > 0)
-		appendBinaryStringInfo(buf, DatumGetPointer(value), k->typlen);
-	else
-	{
-		struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
-		uint32		len = VARSIZE_ANY_EXHDR(v);
-
-		appendBinaryStringInfo(buf, (char *) &len, sizeof(uint32));
-		appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
-	}
-}
-
 static void
 add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 {
@@ -426,7 +404,7 @@ eval_into(WeirWorker *w, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 										   plan->keys[i].name));
 			goto done;
 		}
-		append_key(&w->batch_keys, &plan->keys[i], v);
+		weir_key_image_append(&w->batch_keys, &plan->keys[i], v);
 	}
 	r->keylen = w->batch_keys.len - r->keyoff;
 	r->keyhash = weir_window_key_hash(w->batch_keys.data + r->keyoff, r->keylen);
@@ -495,22 +473,6 @@ eval_row_guarded(void *arg, TupleTableSlot *slot, int32 part, int64 position)
 	FreeErrorData(edata);
 }
 
-/* One row's arguments into a window's aggregate states. */
-static inline void
-accumulate(WeirPlan *plan, char *states, Datum *values, bool *nulls)
-{
-	for (int i = 0; i < plan->naggs; i++)
-	{
-		WeirAggSpec *agg = &plan->aggs[i];
-
-		if (agg->kind == WEIR_AGG_GENERIC)
-			weir_agg_generic_accum(agg, states, &values[agg->argoffset],
-								   &nulls[agg->argoffset]);
-		else
-			weir_agg_accum(agg, states, values[agg->argoffset], nulls[agg->argoffset]);
-	}
-}
-
 /* A record too late for state: counted, and kept if the pipeline asks. */
 static void
 record_late(WeirWorker *w, int32 part, WeirEvalRow *r)
@@ -527,61 +489,6 @@ record_late(WeirWorker *w, int32 part, WeirEvalRow *r)
 		w->late = lappend(w->late, late);
 		MemoryContextSwitchTo(oldcxt);
 	}
-}
-
-/*
- * What a record-at-a-time operator (dedup, last value, join, projection)
- * does with one record that is neither dead, filtered nor late.  Returns
- * false if state memory ran out; *dropped: the record changed nothing
- * (a duplicate; a row older than its key's newest).
- */
-typedef bool (*RecordStep) (WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values,
-							bool *nulls, bool *dropped);
-typedef bool (*LateTest) (WeirWorker *w, TimestampTz t);
-
-static bool
-dedup_late(WeirWorker *w, TimestampTz t)
-{
-	return weir_dedup_is_late(w->dedup, t, w->watermark);
-}
-
-static bool
-dedup_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
-		   bool *dropped)
-{
-	return weir_dedup_apply(w->dedup, w->batch_keys.data + r->keyoff, r->keylen, r->keyhash,
-							r->t, values, nulls, dropped);
-}
-
-static bool
-last_value_late(WeirWorker *w, TimestampTz t)
-{
-	return weir_last_value_is_late(w->last_value, t, w->watermark);
-}
-
-static bool
-last_value_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
-				bool *dropped)
-{
-	return weir_last_value_apply(w->last_value, w->batch_keys.data + r->keyoff, r->keylen,
-								 r->keyhash, r->t, part, r->position, values, nulls, dropped);
-}
-
-static bool
-join_late(WeirWorker *w, TimestampTz t)
-{
-	return weir_join_is_late(w->join, t, w->watermark);
-}
-
-static bool
-join_step(WeirWorker *w, int32 part, WeirEvalRow *r, Datum *values, bool *nulls,
-		  bool *dropped)
-{
-	int64		matches;
-
-	*dropped = false;
-	return weir_join_apply(w->join, w->side - w->sides, w->batch_keys.data + r->keyoff,
-						   r->keylen, r->keyhash, r->t, values, nulls, w->watermark, &matches);
 }
 
 /*
@@ -634,15 +541,25 @@ yield_slot_lock(WeirWorker *w)
 	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 }
 
-/* Apply the n evaluated rows of partition `part` of the current side, record by record. */
+/*
+ * Apply the n evaluated rows of partition `part` of the current side to the
+ * operator, record by record; dead letters, late records and each
+ * partition's greatest event time are the worker's.  Stops early if state
+ * memory ran out (the caller stops the pipeline).
+ */
 static void
-apply_records(WeirWorker *w, int32 part, WeirEvalRow *rows, int n, LateTest late,
-			  RecordStep step, WeirKeyed *keys)
+apply_rows(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 {
+	WeirOperator *op = w->op;
+	WeirKeyed  *keys = op->keys;
 	int32		index = w->side->first + part;
 	int64		dropped_rows = 0;
 	dsa_pointer guesses[PREFETCH_AHEAD];
+	WeirRecord	rec;
 
+	rec.side = w->side - w->sides;
+	rec.part = part;
+	/* counted per batch: the counter is shared, a per-record atomic is not free */
 	w->records_since += n;
 	pg_atomic_fetch_add_u64(&w->slot->records_in, n);
 	for (int b = 0; b < PREFETCH_AHEAD; b++)
@@ -656,7 +573,6 @@ apply_records(WeirWorker *w, int32 part, WeirEvalRow *rows, int n, LateTest late
 	for (int b = 0; b < n; b++)
 	{
 		WeirEvalRow *r = &rows[b];
-		bool		dropped;
 
 		prefetch_record(keys, rows, n, b + PREFETCH_AHEAD, 0, guesses);
 		prefetch_record(keys, rows, n, b + 2 * PREFETCH_AHEAD / 3, 1, guesses);
@@ -675,99 +591,29 @@ apply_records(WeirWorker *w, int32 part, WeirEvalRow *rows, int n, LateTest late
 			w->max_event_time[index] = r->t;
 		if (r->kind == WEIR_ROW_FILTERED)
 			continue;
-		if (late(w, r->t))
+		rec.position = r->position;
+		rec.t = r->t;
+		rec.key = w->batch_keys.data + r->keyoff;
+		rec.keylen = r->keylen;
+		rec.keyhash = r->keyhash;
+		rec.values = &w->batch_values[r->args * w->batch_stride];
+		rec.nulls = &w->batch_nulls[r->args * w->batch_stride];
+		switch (op->ops->apply(op, &rec, w->watermark))
 		{
-			record_late(w, part, r);
-			continue;
-		}
-		if (!step(w, part, r, &w->batch_values[r->args * w->batch_stride],
-				  &w->batch_nulls[r->args * w->batch_stride], &dropped))
-			break;				/* out of state memory: the caller stops */
-		if (dropped)
-			dropped_rows++;
-	}
-	pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped_rows);
-}
-
-/* Apply the n evaluated rows of partition `part` to window state. */
-static void
-apply_batch(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
-{
-	WeirPlan   *plan = w->plan;
-	TimestampTz starts[WEIR_MAX_HOPS];
-
-	/* counted per batch: the counter is shared, a per-record atomic is not free */
-	w->records_since += n;
-	pg_atomic_fetch_add_u64(&w->slot->records_in, n);
-	for (int b = 0; b < n; b++)
-	{
-		WeirEvalRow *r = &rows[b];
-		const char *key = w->batch_keys.data + r->keyoff;
-		Datum	   *values = &w->batch_values[r->args * w->batch_stride];
-		bool	   *nulls = &w->batch_nulls[r->args * w->batch_stride];
-		bool		placed = false;
-		int			nstarts = 0;
-		uint32		keyhash = 0;
-
-		if (unlikely((b % YIELD_EVERY) == YIELD_EVERY - 1))
-			yield_slot_lock(w);
-		w->cur_pos = r->position;	/* for the error context */
-
-		if (r->kind == WEIR_ROW_FILTERED)
-		{
-			if (r->t > w->max_event_time[w->side->first + part])
-				w->max_event_time[w->side->first + part] = r->t;
-			continue;
-		}
-		if (r->kind == WEIR_ROW_DEAD)
-		{
-			add_dead_letter(w, part, r);
-			continue;
-		}
-		if (r->t > w->max_event_time[w->side->first + part])
-			w->max_event_time[w->side->first + part] = r->t;
-
-		if (plan->windowing.kind == WEIR_WINDOW_SESSION)
-		{
-			WeirWindow *win = weir_session_place(w->store, key, r->keylen, r->t,
-												 w->watermark, w->lateness);
-
-			if (win)
-			{
-				accumulate(plan, weir_window_states(w->store->root, win), values, nulls);
-				if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || w->emit_updates)
-					weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
-				placed = true;
-			}
-			else if (w->store->out_of_memory)
+			case WEIR_APPLIED:
+				break;
+			case WEIR_DROPPED:
+				dropped_rows++;
+				break;
+			case WEIR_LATE:
+				record_late(w, part, r);
+				break;
+			case WEIR_NO_MEMORY:
+				pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped_rows);
 				return;
 		}
-		else
-		{
-			nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
-			keyhash = r->keyhash;
-		}
-		for (int s = 0; s < nstarts; s++)
-		{
-			TimestampTz end = starts[s] + plan->windowing.size;
-			WeirWindow *win;
-			bool		created;
-
-			if (end + w->lateness <= w->watermark)
-				continue;		/* this window has closed for good */
-			win = weir_window_lookup_hashed(w->store, starts[s], end, key, r->keylen,
-											keyhash, &created);
-			if (win == NULL)
-				return;			/* out of state memory: the caller stops */
-			accumulate(plan, weir_window_states(w->store->root, win), values, nulls);
-			weir_window_set_flags(win, WEIR_WINDOW_DIRTY);
-			if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || w->emit_updates)
-				weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
-			placed = true;
-		}
-		if (!placed)
-			record_late(w, part, r);
 	}
+	pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped_rows);
 }
 
 static int
@@ -886,15 +732,7 @@ weir_worker_apply_group(WeirWorker *w)
 
 		w->cur_part = part;		/* for the error context */
 		w->cur_pos = w->ranges[g].max_position;
-		if (w->dedup)
-			apply_records(w, part, rows, nrows, dedup_late, dedup_step, w->dedup->ids);
-		else if (w->last_value)
-			apply_records(w, part, rows, nrows, last_value_late, last_value_step,
-						  w->last_value->keys);
-		else if (w->join)
-			apply_records(w, part, rows, nrows, join_late, join_step, w->join->keys);
-		else
-			apply_batch(w, part, rows, nrows);
+		apply_rows(w, part, rows, nrows);
 	}
 	w->applying = false;
 	MemoryContextSwitchTo(oldcxt);
@@ -1013,10 +851,12 @@ weir_worker_read_round(WeirWorker *w, TimestampTz now, int64 *lag, bool *caught_
 static void
 publish(WeirWorker *w, int64 lag)
 {
+	/* with the expired entries that wait for the checkpoint: memory they hold */
+	int64		entries = w->store->root->used + w->op->ops->held_entries(w->op);
+
 	SpinLockAcquire(&w->slot->mutex);
 	w->slot->watermark = w->watermark;
-	/* with the expired entries that wait for the checkpoint: memory they hold */
-	w->slot->windows = w->store->root->used + held_entries(w);
+	w->slot->windows = entries;
 	w->slot->state_bytes = w->store->root->bytes + w->local_bytes;
 	w->slot->lag_rows = lag;
 	w->slot->watermark_holder = -1;
@@ -1049,19 +889,6 @@ weir_worker_checkpoint_tickets(WeirWorker *w)
 	return requested;
 }
 
-/* Expired entries of keyed state waiting for the next checkpoint to leave. */
-static int64
-held_entries(WeirWorker *w)
-{
-	if (w->dedup && w->dedup->ids)
-		return w->dedup->ids->nheld;
-	if (w->last_value)
-		return w->last_value->keys->nheld;
-	if (w->join)
-		return w->join->keys->nheld;
-	return 0;
-}
-
 /*
  * State reached max_state_memory: stop with a clear status.  Nothing since
  * the last checkpoint is committed, so positions stay where the committed
@@ -1089,28 +916,6 @@ stop_out_of_memory(WeirWorker *w)
 }
 
 /*
- * Sink rows the next checkpoint will write, about (windows: those fired
- * since the last one; late updates and 'updates' emission not counted).
- * Reading a backlog, windows fire or records pass far faster than a
- * checkpoint writes their rows: a checkpoint then comes as soon as the
- * rows waiting would take half the interval to write, so that checkpoints
- * keep the interval instead of growing with the backlog (each one's
- * results committed within about an interval of being computed); see
- * sink_rows_due.
- */
-static int64
-pending_sink_rows(WeirWorker *w)
-{
-	if (w->dedup)
-		return w->dedup->pending[0].n;
-	if (w->join)
-		return w->join->pending[0].n;
-	if (w->last_value)
-		return w->last_value->npending;
-	return w->fired_since;
-}
-
-/*
  * Whether the sink rows waiting are reason enough for a checkpoint now
  * (pending_sink_rows).  Half the interval's worth of writing, or, while a
  * backlog is read with a checkpoint writer, an eighth: the writer then
@@ -1135,14 +940,15 @@ pending_sink_rows(WeirWorker *w)
 static bool
 sink_rows_due(WeirWorker *w, bool caught_up)
 {
-	bool		rows_once = w->last_value == NULL && !w->emit_updates;
+	bool		rows_once = w->op->ops->rows_once && !w->emit_updates;
 	int64		share = 2;
 
 	if (!caught_up && rows_once && w->writer &&
 		w->last_sync_us * 8 < w->checkpoint_interval)
 		share = 8;
 
-	return pending_sink_rows(w) * w->sink_row_us >= w->checkpoint_interval / share;
+	return w->op->ops->pending_sink_rows(w->op) * w->sink_row_us >=
+		w->checkpoint_interval / share;
 }
 
 /*
@@ -1230,30 +1036,8 @@ run(WeirWorker *w)
 		w->store->backlog = !caught_up;
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-		if (w->dedup && w->dedup->ids)
-			(void) weir_keyed_expire(w->dedup->ids, w->watermark);	/* chunks follow */
-		else if (w->join)
-		{
-			/* left outer: rows leaving without a match owe the sink a row */
-			weir_join_expire(w->join, w->watermark);
-			if (w->join->pending[0].n > 0)
-				w->changed = true;
-		}
-		else if (w->last_value)
-		{
-			/* expired keys owe the sink a deletion */
-			if (weir_keyed_expire(w->last_value->keys, w->watermark) > 0)
-				w->changed = true;
-		}
-		else
-		{
-			int64		fired = weir_window_fire(w->store, w->watermark, w->lateness,
-												 w->emit_updates);
-
-			w->fired_since += fired;
-			if (fired > 0 || weir_window_owes_retired(w->store))
-				w->changed = true;
-		}
+		if (w->op->ops->expire(w->op, w->watermark))
+			w->changed = true;
 		LWLockRelease(&w->slot->lock);
 
 		/* generic-aggregate states live in this process: they count too */
@@ -1275,7 +1059,7 @@ run(WeirWorker *w)
 		checkpoint = (now >= w->next_checkpoint && w->changed) ||
 			(tickets > served && caught_up) ||
 			(w->changed && w->store->root->bytes > w->row.max_state_memory / 2 &&
-			 held_entries(w) > 0) ||
+			 w->op->ops->held_entries(w->op) > 0) ||
 			(w->changed && sink_rows_due(w, caught_up));
 		/* one checkpoint in flight: the next waits for the writer, reading on */
 		if (checkpoint && in_flight)
@@ -1303,30 +1087,9 @@ run(WeirWorker *w)
 		end_round();
 		if (checkpoint)
 		{
-			weir_window_forget_retired(w->store);
-			if (w->dedup)
-				weir_dedup_forget_pending(w->dedup);
-			if (w->join)
-				weir_join_forget_pending(w->join);
-			if (w->last_value)
-			{
-				weir_last_value_forget_pending(w->last_value);
-				weir_keyed_forget_removed(w->last_value->keys);
-			}
-			w->changed = false;
-			w->fired_since = 0;
 			/* what expired while waiting for this checkpoint goes now */
 			LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
-			if (w->dedup && w->dedup->ids)
-				(void) weir_keyed_after_checkpoint(w->dedup->ids);
-			if (w->last_value)
-				(void) weir_keyed_after_checkpoint(w->last_value->keys);
-			if (w->join)
-			{
-				(void) weir_keyed_after_checkpoint(w->join->keys);
-				if (w->join->pending[0].n > 0)
-					w->changed = true;
-			}
+			w->changed = w->op->ops->after_checkpoint(w->op);
 			LWLockRelease(&w->slot->lock);
 			if (caught_up)
 				served = tickets;
@@ -1472,12 +1235,14 @@ weir_worker_setup_reading(int32 id)
 }
 
 static WeirWorker *
-setup(int32 id)
+setup(int32 id, WeirPipelineSlot *slot)
 {
 	WeirWorker *w;
+	WeirOperatorEnv env;
 
 	weir_memory_keep_freed();
 	w = weir_worker_setup_reading(id);
+	w->slot = slot;
 	begin_round();
 	MemoryContextSwitchTo(w->cxt);
 	w->out_of_orderness = weir_interval_usecs(&w->row.out_of_orderness, "out_of_orderness");
@@ -1494,12 +1259,16 @@ setup(int32 id)
 	/* a hard stop a little above the accounted limit, for safety */
 	dsa_set_size_limit(w->area, w->row.max_state_memory + w->row.max_state_memory / 4 + 4 * 1024 * 1024);
 	w->store = weir_window_store_create(w->plan, w->area, w->row.max_state_memory, w->cxt);
-	if (w->plan->op == WEIR_OP_DEDUP || w->plan->op == WEIR_OP_PROJECTION)
-		w->dedup = weir_dedup_create(w->plan, w->store, w->cxt);
-	else if (w->plan->op == WEIR_OP_LAST_VALUE)
-		w->last_value = weir_last_value_create(w->plan, w->store, w->cxt);
-	else if (w->plan->op == WEIR_OP_JOIN)
-		w->join = weir_join_create(w->plan, w->store, w->cxt);
+	env.name = w->row.name;
+	env.plan = w->plan;
+	env.store = w->store;
+	env.lock = &w->slot->lock;
+	env.sink = w->row.sink;
+	env.records_dead = &w->slot->records_dead;
+	env.lateness = w->lateness;
+	env.emit_updates = w->emit_updates;
+	env.cxt = w->cxt;
+	w->op = weir_operator_create(&env);
 	end_round();
 	MemoryContextSwitchTo(w->cxt);
 	return w;
@@ -1575,8 +1344,7 @@ weir_worker_main(Datum main_arg)
 
 		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
 		weir_agg_set_user_code_lock(&slot->lock);
-		worker = setup(id);
-		worker->slot = slot;
+		worker = setup(id, slot);
 		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 		slot->area = dsa_get_handle(worker->area);
 		slot->root = worker->store->root_dp;
@@ -1596,9 +1364,6 @@ weir_worker_main(Datum main_arg)
 		end_round();
 		worker->writer = weir_writer_start(worker, pipelines);
 		worker->read_ahead = weir_read_ahead_start(worker, pipelines);
-		/* a restore may owe deletions of expired keys' rows (keyed.c) */
-		if (worker->last_value && worker->last_value->keys->removed != NIL)
-			worker->changed = true;
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
 		begin_round();
 		weir_catalog_pipeline_set_status(id, "running", NULL, false);

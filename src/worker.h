@@ -18,13 +18,10 @@
 #include "lib/stringinfo.h"
 
 #include "catalog_pipeline.h"
-#include "dedup.h"
-#include "join.h"
-#include "lastvalue.h"
 #include "definition.h"
+#include "operator.h"
 #include "shmem.h"
 #include "window.h"
-#include "window_chunks.h"
 
 #define WEIR_BATCH_ROWS 10000	/* rows per partition per round */
 
@@ -138,10 +135,8 @@ typedef struct WeirWorker
 	int64		checkpoint_interval;	/* us */
 	bool		emit_updates;
 
-	WeirWindowStore *store;
-	WeirDedup  *dedup;			/* WEIR_OP_DEDUP: the ids, over `store` */
-	WeirLastValue *last_value;	/* WEIR_OP_LAST_VALUE: the keys, over `store` */
-	WeirJoin   *join;			/* WEIR_OP_JOIN: both sides' rows, over `store` */
+	WeirWindowStore *store;		/* the pipeline's state, in `area` */
+	WeirOperator *op;			/* what the records go through, over `store` */
 	dsa_area   *area;			/* the pipeline's state, in DSA */
 	int64		local_bytes;	/* generic-aggregate states in this process */
 
@@ -177,7 +172,6 @@ typedef struct WeirWorker
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
 	List	   *late;			/* int64[2] {part, position} of late rows, when kept */
 	bool		changed;		/* anything to checkpoint */
-	int64		fired_since;	/* windows fired since the last checkpoint */
 	int64		last_sync_us;	/* the last checkpoint's sync phase */
 	TimestampTz idle_since;		/* no rows read since; 0 while reading */
 	bool		memory_released;	/* since going idle (process_memory.c) */
@@ -188,7 +182,6 @@ typedef struct WeirWorker
 	SPIPlanPtr	sink_insert_plan;	/* first emission of a window */
 	int		   *sink_map;		/* sink attribute of each of our columns (sink.c) */
 	SPIPlanPtr	sink_delete_plan;
-	WeirWindowChunks window_chunks; /* windows: their checkpoint chunks */
 } WeirWorker;
 
 /* Chunk spaces of a pipeline's state: a join's two sides */
@@ -226,7 +219,5 @@ extern void weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served
 extern bool weir_checkpoint_execute(WeirWorker *w, const char *data, Size len,
 									WeirCheckpointResult *res);
 extern void weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res);
-extern void weir_checkpoint_decode_key(WeirPlan *plan, const char *image,
-									   Datum *values);
 
 #endif							/* WEIR_WORKER_H */
