@@ -25,7 +25,9 @@ OBJS = \
 	src/pipeline.o \
 	src/worker.o \
 	src/checkpoint.o \
+	src/checkpoint_apply.o \
 	src/checkpoint_package.o \
+	src/sink_table.o \
 	src/checkpoint_writer.o \
 	src/live.o \
 	src/sink.o \

@@ -9,7 +9,7 @@
  * what changed into a package (checkpoint_package.c: copies, so its state
  * moves on at once) and sends it over a shm_mq to this process, which
  * writes it in one transaction of its own, exactly as the worker did
- * (checkpoint.c, weir_checkpoint_execute), and commits.  One checkpoint is
+ * (checkpoint_apply.c), and commits.  One checkpoint is
  * in flight at a time: the worker collects the next only after the writer
  * has committed the last (it reads on meanwhile), so checkpoints commit in
  * order and the state chunks' numbering and sizes the worker keeps stay
@@ -58,9 +58,11 @@
 #include "utils/timestamp.h"
 
 #include "catalog_pipeline.h"
+#include "checkpoint_apply.h"
 #include "checkpoint_writer.h"
 #include "process_memory.h"
 #include "shmem.h"
+#include "sink_table.h"
 #include "weir.h"
 
 /* The queue: a large checkpoint goes through it in pieces */
@@ -319,15 +321,16 @@ weir_writer_poll(WeirWriterLink *link, WeirCheckpointResult *res)
 /* The writer's side ------------------------------------------------------- */
 
 static WriterShared *writer_shared;
-static WeirWorker *writer;
+static WeirCheckpointTarget *writer;
+static MemoryContext writer_cxt;	/* the writer's lifetime */
 static char *writer_activity;	/* while it writes, in pg_stat_activity */
 
 static void
 writer_error_context(void *arg)
 {
-	WeirWorker *w = (WeirWorker *) arg;
+	WeirCheckpointTarget *t = (WeirCheckpointTarget *) arg;
 
-	errcontext("while writing a checkpoint of pipeline \"%s\"", w->row.name);
+	errcontext("while writing a checkpoint of pipeline \"%s\"", t->row.name);
 }
 
 /*
@@ -335,15 +338,15 @@ writer_error_context(void *arg)
  * owner with the search_path it was created with (sink rows are written as
  * the owner, like the worker's).
  */
-static WeirWorker *
+static WeirCheckpointTarget *
 writer_setup(int32 id)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "weir checkpoint writer",
 											  ALLOCSET_DEFAULT_SIZES);
-	WeirWorker *w = MemoryContextAllocZero(cxt, sizeof(WeirWorker));
+	WeirCheckpointTarget *w = MemoryContextAllocZero(cxt, sizeof(WeirCheckpointTarget));
 	LOCKTAG		tag;
 
-	w->cxt = cxt;
+	writer_cxt = cxt;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -358,6 +361,7 @@ writer_setup(int32 id)
 	w->slot = weir_shmem_pipeline(id, false);
 	if (w->slot == NULL)
 		proc_exit(0);
+	w->sink = weir_sink_table_open(&w->row, w->plan, cxt);
 	writer_activity = psprintf("weir: writing a checkpoint of pipeline %s", w->row.name);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -388,10 +392,10 @@ writer_write(const char *data, Size len)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	written = weir_checkpoint_execute(writer, data, len, &res);
+	written = weir_checkpoint_apply(writer, data, len, &res);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	MemoryContextSwitchTo(writer->cxt);
+	MemoryContextSwitchTo(writer_cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	if (!written)
 	{
@@ -431,7 +435,7 @@ weir_checkpoint_writer_main(Datum main_arg)
 
 		shm_mq_set_receiver((shm_mq *) ((char *) writer_shared + WRITER_SHARED_BYTES), MyProc);
 		mqh = shm_mq_attach((shm_mq *) ((char *) writer_shared + WRITER_SHARED_BYTES), seg, NULL);
-		package_cxt = AllocSetContextCreate(writer->cxt, "weir checkpoint package",
+		package_cxt = AllocSetContextCreate(writer_cxt, "weir checkpoint package",
 											ALLOCSET_DEFAULT_SIZES);
 		for (;;)
 		{

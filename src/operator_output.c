@@ -6,7 +6,7 @@
  * Called by operators in a checkpoint's sync phase (their collect), in the
  * worker, in a transaction (the dead letters' JSON), without the slot
  * lock.  The package's writes run later, in the async phase
- * (checkpoint.c weir_checkpoint_execute), in the order they were added.
+ * (checkpoint_apply.c), in the order they were added.
  *
  * Copyright (c) 2026, weir developers
  *

@@ -47,7 +47,6 @@
 #include "catalog_pipeline.h"
 #include "sink_guard.h"
 #include "subxact.h"
-#include "worker.h"
 
 /*
  * The four columns dead letters are written from (weir.dead_letters:
@@ -154,8 +153,9 @@ row_json(WeirColumn *cols, int ncols, const char *const *names, int i)
 }
 
 void
-weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols, WeirGuardedWrite write,
-				   void *arg, const WeirGuardTarget *target)
+weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
+				   WeirColumn *cols, int ncols, WeirGuardedWrite write, void *arg,
+				   const WeirGuardTarget *target)
 {
 	int			n = cols[0].n;
 	WeirColumn *one;
@@ -202,16 +202,16 @@ weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols, WeirGuardedWrite 
 		}
 		weir_column_add(&dead[2], CStringGetTextDatum(psprintf("%s: %s", target->what, message)),
 						false);
-		pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
+		pg_atomic_fetch_add_u64(records_dead, 1);
 	}
 	if (dead[0].n > 0)
 	{
-		weir_catalog_write_dead_letters(w->row.id, target->relid, weir_column_array(&dead[0]),
+		weir_catalog_write_dead_letters(row->id, target->relid, weir_column_array(&dead[0]),
 										weir_column_array(&dead[1]),
 										weir_column_array(&dead[2]),
 										weir_column_array(&dead[3]));
 		ereport(LOG,
 				(errmsg("weir pipeline \"%s\": %d of %d rows could not be written to \"%s\"; they are in weir.dead_letters",
-						w->row.name, dead[0].n, n, get_rel_name(target->relid))));
+						row->name, dead[0].n, n, get_rel_name(target->relid))));
 	}
 }

@@ -14,8 +14,10 @@
 #ifndef WEIR_SINK_GUARD_H
 #define WEIR_SINK_GUARD_H
 
+#include "port/atomics.h"
+
+#include "catalog_pipeline.h"
 #include "columns.h"
-#include "worker.h"
 
 /* Writes the rows of cols (all the same length) */
 typedef void (*WeirGuardedWrite) (void *arg, WeirColumn *cols);
@@ -38,8 +40,8 @@ extern void weir_dead_letter_columns_init(WeirColumn *d);
 extern void weir_json_field(StringInfo buf, const char *name, Oid type, Datum value,
 							bool isnull);
 extern bool weir_error_is_about_data(int sqlerrcode);
-extern void weir_guarded_write(WeirWorker *w, WeirColumn *cols, int ncols,
-							   WeirGuardedWrite write, void *arg,
-							   const WeirGuardTarget *target);
+extern void weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
+							   WeirColumn *cols, int ncols, WeirGuardedWrite write,
+							   void *arg, const WeirGuardTarget *target);
 
 #endif							/* WEIR_SINK_GUARD_H */

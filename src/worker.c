@@ -52,6 +52,7 @@
 
 #include "aggregate.h"
 #include "catalog_pipeline.h"
+#include "checkpoint.h"
 #include "checkpoint_writer.h"
 #include "clock.h"
 #include "definition.h"
@@ -60,6 +61,7 @@
 #include "read_ahead.h"
 #include "reader.h"
 #include "sink_guard.h"
+#include "sink_table.h"
 #include "skip.h"
 #include "subxact.h"
 #include "key_image.h"
@@ -1079,7 +1081,7 @@ run(WeirWorker *w)
 			{
 				WeirCheckpointResult res;
 
-				(void) weir_checkpoint_execute(w, pkg.buf.data, pkg.buf.len, &res);
+				(void) weir_checkpoint_apply(w->target, pkg.buf.data, pkg.buf.len, &res);
 				weir_checkpoint_committed(w, &res);
 			}
 			pfree(pkg.buf.data);
@@ -1269,6 +1271,11 @@ setup(int32 id, WeirPipelineSlot *slot)
 	env.emit_updates = w->emit_updates;
 	env.cxt = w->cxt;
 	w->op = weir_operator_create(&env);
+	w->target = palloc0(sizeof(WeirCheckpointTarget));
+	w->target->row = w->row;
+	w->target->plan = w->plan;
+	w->target->slot = slot;
+	w->target->sink = weir_sink_table_open(&w->target->row, w->plan, w->cxt);
 	end_round();
 	MemoryContextSwitchTo(w->cxt);
 	return w;

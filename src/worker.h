@@ -18,6 +18,7 @@
 #include "lib/stringinfo.h"
 
 #include "catalog_pipeline.h"
+#include "checkpoint_apply.h"
 #include "definition.h"
 #include "operator.h"
 #include "shmem.h"
@@ -178,24 +179,9 @@ typedef struct WeirWorker
 	double		sink_row_us;	/* what a sink row costs a checkpoint, as last
 								 * measured (worker.c: checkpoints sized to
 								 * the interval) */
-	SPIPlanPtr	sink_plan;		/* upsert: rows already emitted */
-	SPIPlanPtr	sink_insert_plan;	/* first emission of a window */
-	int		   *sink_map;		/* sink attribute of each of our columns (sink.c) */
-	SPIPlanPtr	sink_delete_plan;
+	WeirCheckpointTarget *target;	/* the worker's own checkpoints: where
+									 * they are written */
 } WeirWorker;
-
-/* Chunk spaces of a pipeline's state: a join's two sides */
-#define WEIR_CHECKPOINT_SPACES 2
-
-/* What a worker learns from a committed checkpoint */
-typedef struct WeirCheckpointResult
-{
-	int64		checkpoint_id;
-	int64		served;			/* weir.checkpoint() tickets answered */
-	int64		sink_rows;
-	double		write_us;		/* from the end of the sync phase to the commit */
-	int64		deleted_bytes[WEIR_CHECKPOINT_SPACES];	/* chunks that expired */
-} WeirCheckpointResult;
 
 extern PGDLLEXPORT void weir_worker_main(Datum main_arg);
 
@@ -210,14 +196,5 @@ extern int64 weir_worker_read_round(WeirWorker *w, TimestampTz now, int64 *lag,
 									bool *caught_up, WeirGroupDone done, void *arg);
 extern void weir_worker_begin_round(void);
 extern void weir_worker_end_round(void);
-
-/* checkpoint.c */
-struct WeirPackage;
-extern void weir_checkpoint_restore(WeirWorker *w);
-extern void weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served,
-									struct WeirPackage *pkg);
-extern bool weir_checkpoint_execute(WeirWorker *w, const char *data, Size len,
-									WeirCheckpointResult *res);
-extern void weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res);
 
 #endif							/* WEIR_WORKER_H */
