@@ -4,11 +4,14 @@
 MODULE_big = weir
 OBJS = \
 	src/weir.o \
+	src/settings.o \
+	src/sql_args.o \
 	src/clock.o \
 	src/shmem.o \
 	src/partition.o \
 	src/topic.o \
 	src/reader.o \
+	src/topic_read.o \
 	src/read_ahead.o \
 	src/process_memory.o \
 	src/consumer.o \

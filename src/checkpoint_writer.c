@@ -61,9 +61,9 @@
 #include "checkpoint_apply.h"
 #include "checkpoint_writer.h"
 #include "process_memory.h"
+#include "settings.h"
 #include "shmem.h"
 #include "sink_table.h"
-#include "weir.h"
 
 /* The queue: a large checkpoint goes through it in pieces */
 #define WRITER_QUEUE_BYTES (4 * 1024 * 1024)

@@ -30,18 +30,15 @@
 #include "consumer.h"
 #include "partition.h"
 #include "reader.h"
+#include "sql_args.h"
 #include "topic.h"
-#include "weir.h"
 
 static char *
 consumer_name(FunctionCallInfo fcinfo, int argno)
 {
 	char	   *name;
 
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"consumer\" must not be null")));
+	weir_require_arg(fcinfo, argno, "consumer");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	if (name[0] == '\0')
 		ereport(ERROR,
@@ -63,7 +60,7 @@ Datum
 weir_poll(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			relid = weir_reader_topic_relid(fcinfo, "weir.poll");
+	Oid			relid = weir_topic_arg_relid(fcinfo, "weir.poll");
 	char	   *consumer = consumer_name(fcinfo, 1);
 	int32		max_rows;
 	Relation	rel;
@@ -76,10 +73,7 @@ weir_poll(PG_FUNCTION_ARGS)
 	int64		share;
 	Snapshot	snapshot;
 
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"max_rows\" must not be null")));
+	weir_require_arg(fcinfo, 2, "max_rows");
 	max_rows = PG_GETARG_INT32(2);
 	if (max_rows < 0)
 		ereport(ERROR,

@@ -40,8 +40,8 @@
 #include "catalog_pipeline.h"
 #include "launcher.h"
 #include "retention.h"
+#include "settings.h"
 #include "shmem.h"
-#include "weir.h"
 
 void
 weir_launcher_register(void)

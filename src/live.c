@@ -38,7 +38,7 @@
 #include "catalog_pipeline.h"
 #include "definition.h"
 #include "shmem.h"
-#include "weir.h"
+#include "sql_args.h"
 #include "window.h"
 #include "window_chunks.h"
 #include "key_image.h"

@@ -48,7 +48,8 @@
 #include "write_target.h"
 #include "shmem.h"
 #include "topic.h"
-#include "weir.h"
+#include "settings.h"
+#include "sql_args.h"
 #include "window.h"
 
 static WeirPlan *plan_from_text(WeirPipelineRow *row, WeirDefinition **def);

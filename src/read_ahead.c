@@ -59,8 +59,8 @@
 #include "process_memory.h"
 #include "read_ahead.h"
 #include "reader.h"
+#include "settings.h"
 #include "shmem.h"
-#include "weir.h"
 
 /* The queue: a few rounds of a join's groups */
 #define READ_AHEAD_QUEUE_BYTES (8 * 1024 * 1024)

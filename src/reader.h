@@ -43,7 +43,6 @@ extern int64 weir_reader_edge_position(Relation rel, int32 part, bool newest);
 extern int64 weir_reader_scan(Relation rel, int32 part, int64 after,
 							  int64 bound, int64 max_rows, Snapshot snapshot,
 							  Tuplestorestate *out, int64 *last_position);
-extern Oid	weir_reader_topic_relid(FunctionCallInfo fcinfo, const char *fname);
 extern void weir_reader_check_access(Relation rel);
 
 #endif							/* WEIR_READER_H */

@@ -42,8 +42,8 @@
 #include "partition.h"
 #include "reader.h"
 #include "retention.h"
+#include "settings.h"
 #include "topic.h"
-#include "weir.h"
 
 typedef struct TrimRange
 {

@@ -31,8 +31,8 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
+#include "settings.h"
 #include "shmem.h"
-#include "weir.h"
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;

@@ -36,8 +36,8 @@
 #include "catalog.h"
 #include "catalog_pipeline.h"
 #include "skip.h"
+#include "sql_args.h"
 #include "topic.h"
-#include "weir.h"
 
 /*
  * The committed position of the pipeline in partition `index` (the

@@ -55,8 +55,9 @@
 
 #include "catalog.h"
 #include "partition.h"
+#include "settings.h"
+#include "sql_args.h"
 #include "topic.h"
-#include "weir.h"
 
 /* set by retention while it deletes consumed rows */
 bool		weir_topic_trimming = false;
@@ -668,10 +669,7 @@ weir_alter_topic_retention(PG_FUNCTION_ARGS)
 	Interval   *retention = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
 	Oid			relid;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"topic\" must not be null")));
+	weir_require_arg(fcinfo, 0, "topic");
 	relid = PG_GETARG_OID(0);
 	check_retention(retention);
 	(void) topic_row_for_owner(relid);

@@ -17,9 +17,8 @@
 #include "fmgr.h"
 #include "utils/relcache.h"
 
-/* weir.create_topic() puts these two columns first, in this order */
-#define WEIR_TOPIC_PART_ATTNUM 1
-#define WEIR_TOPIC_POS_ATTNUM 2
+/* a topic table's first columns, which users of a topic read by number */
+#include "topic_table.h"
 
 /* What a backend knows about a topic table; rebuilt on relcache invalidation */
 typedef struct WeirTopic

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * weir.h
- *	  GUC variables and process-wide flags of the weir extension.
+ *	  Library entry point of the weir extension.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -13,32 +13,8 @@
 #ifndef WEIR_WEIR_H
 #define WEIR_WEIR_H
 
-#include "fmgr.h"
-
-/* true in processes forked from a postmaster that preloaded the library */
-extern bool weir_preloaded;
-
-/* An argument a function cannot do without: NULL raises 22004. */
-extern void weir_require_arg(FunctionCallInfo fcinfo, int argno, const char *name);
-
-
-extern char *weir_database;
-extern int	weir_max_partitions;
-extern int	weir_max_pipelines;
-extern int	weir_default_max_state_memory;	/* kB */
-extern int	weir_launcher_naptime;		/* ms */
-extern int	weir_retention_batch_size;	/* rows per delete transaction */
-extern int	weir_time_index_interval;	/* ms between head samples */
-extern bool weir_checkpoint_writer;	/* checkpoints written by a second process */
-/* weir.read_ahead: whether sources are read by a second process */
-typedef enum WeirReadAheadMode
-{
-	WEIR_READ_AHEAD_OFF,
-	WEIR_READ_AHEAD_AUTO,		/* for the kinds whose worker is the busier process */
-	WEIR_READ_AHEAD_ON
-} WeirReadAheadMode;
-extern int	weir_read_ahead;
-
 extern void _PG_init(void);
+
+/* SQL-callable only: weir_check_preloaded */
 
 #endif							/* WEIR_WEIR_H */
