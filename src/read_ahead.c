@@ -404,12 +404,10 @@ terminate_at_exit(int code, Datum arg)
 
 /*
  * Whether a pipeline of kind `op` reads ahead (weir.read_ahead).  auto: the
- * keyed operators, whose worker is as a rule the busier process (bench/:
- * dedup 1.45x, last value 1.26x, join 1.2x faster with it), not window
- * aggregates, whose checkpoint writer is (a tumbling pipeline's worker used
- * half the CPU, but on 2 cores the run took 1.1x as long: the read-ahead
- * process and the writer shared the second core), nor projections (nothing
- * to apply: their writer does the work).
+ * keyed operators, whose worker is as a rule the busier process; not window
+ * aggregates, whose checkpoint writer is (on 2 cores the read-ahead process
+ * and the writer would share the second core), nor projections (nothing
+ * to apply: their writer does the work).  bench/README.md has the figures.
  */
 bool
 weir_reads_ahead(WeirOperatorKind op)

@@ -213,7 +213,7 @@ area_alloc(WeirWindowStore *store, Size size, int flags)
  * carved from blocks of WEIR_POOL_BLOCK bytes, a freed one kept on its
  * class's free list (linked through its first 8 bytes) for the next.  One
  * dsa_allocate and dsa_free per window or entry, each taking its size
- * class's lock, was some 750 instructions (callgrind: 8% of a join's
+ * class's lock, would cost some 750 instructions (a twelfth of a join's
  * worker).  Blocks stay until the worker exits, as DSA keeps its segments:
  * the memory of entries that left serves the next ones of their size.
  */

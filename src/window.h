@@ -149,7 +149,7 @@ weir_window_key_bytes(uint32 keylen)
  * segments).  The store keeps where each segment of its area is mapped in
  * this process, so that finding an entry is an add, not a call of
  * dsa_get_address (about 30 instructions, some 25 calls per record in a
- * join: a sixth of its worker's instructions, callgrind).
+ * join: a sixth of its worker's instructions).
  */
 #define WEIR_DSA_OFFSET_WIDTH 40
 #define WEIR_DSA_OFFSET_MASK ((((dsa_pointer) 1) << WEIR_DSA_OFFSET_WIDTH) - 1)

@@ -11,12 +11,17 @@
  *
  * Each round is one transaction: read up to WEIR_BATCH_ROWS rows from each
  * partition (below its stable bound, with a snapshot taken after it, as
- * every topic reader does), evaluate filter, event time, keys and aggregate
- * arguments on each row, update windows, advance the watermark, fire
- * windows; when the checkpoint interval has passed or weir.checkpoint()
- * asks, write the checkpoint in the same transaction before committing.
- * State lives in this process's memory between checkpoints, so a crash
- * loses only work that the next start redoes from the last checkpoint.
+ * every topic reader does) and evaluate filter, event time, keys and
+ * arguments on each row (or take what the read-ahead process read and
+ * evaluated, read_ahead.c); apply the records to the operator (operator.h)
+ * under the pipeline slot's lock; advance the watermark and let the
+ * operator expire what it passed.  When the checkpoint interval has passed,
+ * weir.checkpoint() asks or rows pile up, the round collects a checkpoint
+ * (checkpoint.c), which the checkpoint writer applies and commits in its
+ * own transaction while the worker reads on (checkpoint_writer.c), or the
+ * worker applies itself.  State lives in the pipeline's DSA area, which
+ * is not WAL-logged: a crash loses only work that the next start redoes
+ * from the last checkpoint.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -919,25 +924,24 @@ stop_out_of_memory(WeirWorker *w)
 
 /*
  * Whether the sink rows waiting are reason enough for a checkpoint now
- * (pending_sink_rows).  Half the interval's worth of writing, or, while a
- * backlog is read with a checkpoint writer, an eighth: the writer then
- * writes one checkpoint while the worker computes the next, so the last
- * checkpoint of a backlog, which the worker only waits for, is small.  With
- * half an interval's worth the writer sat idle while rows piled up, and the
- * last checkpoint was about a quarter of the time to consume a backlog
- * (bench/window.sh: tumbling A/B, 5 pairs, 1.94-2.00M -> 2.42-2.55M
- * events/s).  An eighth, not less: each checkpoint has its fixed costs (a
- * commit, the state chunk, and the sync phase, when the worker stops,
- * which walks every open window).  And only while the last sync phase took
- * under an eighth of the interval: checkpoints an eighth of the interval
- * apart would otherwise stop the worker for most of its time (a large
- * state: millions of open windows).  (A sixteenth turned it off now and
- * then for hopping windows, 50,000 open: 5 of 6 A/B pairs 2-4% slower.)  And only where every row is
- * written once however often checkpoints come (fired windows, records
- * kept, pairs joined): a last value's row per changed key, or an open
- * window's current values (emit 'updates'), would be written again at
- * every checkpoint (last value A/B: one checkpoint of 100,000 keys became
- * four, 1.53M -> 1.03M events/s).
+ * (the operator's pending_sink_rows, at the cost a sink row was last
+ * measured to have).  Reading a backlog, windows fire or records pass far
+ * faster than a checkpoint writes their rows: a checkpoint then comes as
+ * soon as the rows waiting would take half the interval to write, so that
+ * checkpoints keep the interval instead of growing with the backlog (each
+ * one's results committed within about an interval of being computed).
+ *
+ * An eighth of the interval instead of half, while a backlog is read with
+ * a checkpoint writer: the writer then writes one checkpoint while the
+ * worker computes the next, and the last checkpoint of a backlog, which
+ * the worker only waits for, stays small.  Not less than an eighth: each
+ * checkpoint has fixed costs (a commit, the state chunk, and the sync
+ * phase, when the worker stops and walks every open window).  Only while
+ * the last sync phase took under an eighth of the interval, or the worker
+ * would be stopped most of its time.  And only for operators whose every
+ * row is written once however often checkpoints come (rows_once): a last
+ * value's row per changed key, or an open window's current values (emit
+ * 'updates'), would be written again at every checkpoint.
  */
 static bool
 sink_rows_due(WeirWorker *w, bool caught_up)
