@@ -3,52 +3,52 @@
 
 MODULE_big = weir
 OBJS = \
-	src/weir.o \
-	src/settings.o \
-	src/sql_args.o \
-	src/clock.o \
-	src/shmem.o \
-	src/partition.o \
-	src/topic.o \
-	src/reader.o \
-	src/topic_read.o \
-	src/read_ahead.o \
-	src/process_memory.o \
-	src/consumer.o \
-	src/catalog.o \
-	src/views.o \
-	src/launcher.o \
-	src/retention.o \
-	src/definition.o \
-	src/definition_parse.o \
-	src/definition_store.o src/write_target.o src/sink_guard.o src/skip.o src/subxact.o src/act_as.o \
-	src/aggregate.o \
-	src/window.o \
-	src/catalog_pipeline.o \
-	src/pipeline.o \
-	src/worker.o \
-	src/checkpoint.o \
-	src/checkpoint_apply.o \
-	src/checkpoint_package.o \
-	src/sink_table.o \
-	src/checkpoint_writer.o \
-	src/live.o \
-	src/sink.o \
-	src/sink_rows.o \
-	src/sink_order.o \
-	src/window_chunks.o \
-	src/columns.o \
-	src/keyed.o \
-	src/dedup.o \
-	src/key_image.o \
-	src/operator.o \
-	src/operator_output.o \
-	src/operator_projection.o \
-	src/operator_window.o \
-	src/lastvalue.o \
-	src/join.o \
-	src/row_arena.o \
-	src/catalog_chunk.o
+	src/base/weir.o \
+	src/base/settings.o \
+	src/base/sql_args.o \
+	src/base/clock.o \
+	src/base/shmem.o \
+	src/topic/partition.o \
+	src/topic/topic.o \
+	src/topic/reader.o \
+	src/topic/topic_read.o \
+	src/pipeline/read_ahead.o \
+	src/base/process_memory.o \
+	src/topic/consumer.o \
+	src/catalog_sql/catalog.o \
+	src/topic/views.o \
+	src/base/launcher.o \
+	src/topic/retention.o \
+	src/definition/definition.o \
+	src/definition/definition_parse.o \
+	src/definition/definition_store.o src/definition/write_target.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/act_as.o \
+	src/definition/aggregate.o \
+	src/state/window.o \
+	src/catalog_sql/catalog_pipeline.o \
+	src/pipeline/pipeline.o \
+	src/pipeline/worker.o \
+	src/checkpoint/checkpoint.o \
+	src/checkpoint/checkpoint_apply.o \
+	src/checkpoint/checkpoint_package.o \
+	src/sink/sink_table.o \
+	src/checkpoint/checkpoint_writer.o \
+	src/pipeline/live.o \
+	src/sink/bulk.o \
+	src/sink/sink_rows.o \
+	src/sink/sink_order.o \
+	src/state/window_chunks.o \
+	src/base/columns.o \
+	src/state/keyed.o \
+	src/operator/dedup.o \
+	src/state/key_image.o \
+	src/operator/operator.o \
+	src/operator/output.o \
+	src/operator/projection.o \
+	src/operator/window_aggregate.o \
+	src/operator/last_value.o \
+	src/operator/join.o \
+	src/state/row_arena.o \
+	src/catalog_sql/catalog_chunk.o
 
 EXTENSION = weir
 DATA = weir--0.1.sql
@@ -73,4 +73,4 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes, so no object is ever built against an old struct layout.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*/*.h)

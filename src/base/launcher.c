@@ -1,0 +1,342 @@
+/*-------------------------------------------------------------------------
+ *
+ * launcher.c
+ *	  The weir launcher: one static background worker, connected to the
+ *	  database named by weir.database, doing weir's background work there.
+ *
+ * That work is: keeping one worker running per enabled pipeline (starting
+ * them, restarting failed ones with back-off, stopping those disabled or
+ * dropped), and topic retention (retention.c), once per
+ * weir.launcher_naptime or when a backend wakes it after committing a
+ * change to the pipelines.  The launcher publishes its PID and latch in shared
+ * memory so that backends can wake it.  An error in one round is logged and
+ * the next round starts afresh; the postmaster restarts a launcher that dies.
+ * Until CREATE EXTENSION weir has run in weir.database, rounds do nothing.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/base/launcher.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog_sql/catalog.h"
+#include "catalog_sql/catalog_pipeline.h"
+#include "base/launcher.h"
+#include "topic/retention.h"
+#include "base/settings.h"
+#include "base/shmem.h"
+
+void
+weir_launcher_register(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;	/* s; also the retry while weir.database is missing */
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "weir");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "weir_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "weir launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "weir launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+static void
+launcher_detach(int code, Datum arg)
+{
+	WeirShmem  *sh = weir_shmem();
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (sh->launcher_pid == MyProcPid)
+	{
+		sh->launcher_pid = 0;
+		sh->launcher_latch = NULL;
+	}
+	LWLockRelease(sh->lock);
+}
+
+static void
+launcher_attach(void)
+{
+	WeirShmem  *sh = weir_shmem();
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	sh->launcher_pid = MyProcPid;
+	sh->launcher_latch = &MyProc->procLatch;
+	LWLockRelease(sh->lock);
+	before_shmem_exit(launcher_detach, 0);
+}
+
+/* After an error in a round: log it, abort, and carry on with the next. */
+static void
+recover(MemoryContext round_cxt)
+{
+	HOLD_INTERRUPTS();
+	MemoryContextSwitchTo(round_cxt);
+	EmitErrorReport();
+	AbortOutOfAnyTransaction();
+	FlushErrorState();
+	RESUME_INTERRUPTS();
+}
+
+static void
+start_transaction(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+finish_transaction(void)
+{
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* Topics with a retention, copied into `cxt`; NIL if weir is not installed. */
+static List *
+topics_with_retention(MemoryContext cxt)
+{
+	List	   *topics = NIL;
+
+	start_transaction("weir: listing topics");
+	if (OidIsValid(get_extension_oid("weir", true)))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		topics = weir_catalog_topics(true);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	finish_transaction();
+	return topics;
+}
+
+static void
+retention_round(MemoryContext round_cxt)
+{
+	List	   *topics = topics_with_retention(round_cxt);
+	ListCell   *lc;
+
+	foreach(lc, topics)
+	{
+		WeirTopicRow *row = lfirst(lc);
+
+		PG_TRY();
+		{
+			start_transaction("weir: retention");
+			(void) weir_retention_trim_topic(row, true);
+			finish_transaction();
+		}
+		PG_CATCH();
+		{
+			/* log, forget this round's work on the topic, carry on */
+			recover(round_cxt);
+		}
+		PG_END_TRY();
+	}
+}
+
+/* What the launcher knows of one pipeline's worker */
+typedef struct Managed
+{
+	int32		pipeline_id;
+	BackgroundWorkerHandle *handle; /* NULL: not running */
+	TimestampTz started_at;
+	TimestampTz next_start;		/* back-off after failures */
+	int			failures;
+	bool		seen;			/* still enabled in this round */
+} Managed;
+
+static Managed *managed = NULL;
+static int	nmanaged = 0;
+
+static Managed *
+managed_entry(int32 id)
+{
+	for (int i = 0; i < nmanaged; i++)
+		if (managed[i].pipeline_id == id)
+			return &managed[i];
+	managed = managed ? repalloc(managed, sizeof(Managed) * (nmanaged + 1)) :
+		MemoryContextAlloc(TopMemoryContext, sizeof(Managed));
+	memset(&managed[nmanaged], 0, sizeof(Managed));
+	managed[nmanaged].pipeline_id = id;
+	return &managed[nmanaged++];
+}
+
+static void
+start_worker(Managed *m, TimestampTz now)
+{
+	BackgroundWorker worker;
+	bool		ok;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;	/* the launcher restarts */
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "weir");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "weir_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "weir worker for pipeline %d", m->pipeline_id);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "weir worker");
+	worker.bgw_main_arg = Int32GetDatum(m->pipeline_id);
+	memcpy(worker.bgw_extra, &MyDatabaseId, sizeof(Oid));
+	worker.bgw_notify_pid = MyProcPid;
+
+	m->started_at = now;
+	ok = RegisterDynamicBackgroundWorker(&worker, &m->handle);
+	/* a pipeline's worker comes before any checkpoint writer (checkpoint_writer.c) */
+	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
+	weir_shmem()->writers_yield = !ok;
+	LWLockRelease(weir_shmem()->lock);
+	if (!ok)
+	{
+		m->handle = NULL;
+		m->next_start = now + 5 * USECS_PER_SEC;
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start a worker for weir pipeline %d", m->pipeline_id),
+				 errhint("Raise max_worker_processes.")));
+	}
+}
+
+/* Back-off after a worker's failure: 1 s doubling to 60 s. */
+static void
+note_exit(Managed *m, TimestampTz now)
+{
+	WeirPipelineSlot *slot = weir_shmem_pipeline(m->pipeline_id, false);
+	bool		restart_now = false;
+
+	/* a worker that moves past a record (skip.c) asks for no back-off */
+	if (slot)
+	{
+		SpinLockAcquire(&slot->mutex);
+		restart_now = slot->restart_now;
+		slot->restart_now = false;
+		SpinLockRelease(&slot->mutex);
+	}
+	if (restart_now)
+	{
+		m->next_start = now;
+		pfree(m->handle);
+		m->handle = NULL;
+		return;
+	}
+	if (now - m->started_at > 60 * USECS_PER_SEC)
+		m->failures = 0;
+	m->failures++;
+	m->next_start = now + Min((int64) 1 << Min(m->failures - 1, 6), 60) * USECS_PER_SEC;
+	pfree(m->handle);
+	m->handle = NULL;
+}
+
+static void
+pipelines_round(void)
+{
+	List	   *ids = NIL;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	start_transaction("weir: pipelines");
+	if (OidIsValid(get_extension_oid("weir", true)))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		ids = weir_catalog_enabled_pipelines();
+		MemoryContextSwitchTo(oldcxt);
+	}
+	finish_transaction();
+
+	for (int i = 0; i < nmanaged; i++)
+		managed[i].seen = false;
+	foreach(lc, ids)
+	{
+		Managed    *m = managed_entry(lfirst_int(lc));
+		pid_t		pid;
+
+		m->seen = true;
+		if (m->handle && GetBackgroundWorkerPid(m->handle, &pid) == BGWH_STOPPED)
+			note_exit(m, now);
+		if (m->handle == NULL && now >= m->next_start)
+			start_worker(m, now);
+	}
+	for (int i = 0; i < nmanaged; i++)
+	{
+		if (managed[i].seen)
+			continue;
+		if (managed[i].handle)
+		{
+			TerminateBackgroundWorker(managed[i].handle);
+			pfree(managed[i].handle);
+		}
+		managed[i] = managed[--nmanaged];
+		i--;
+	}
+	list_free(ids);
+}
+
+void
+weir_launcher_main(Datum main_arg)
+{
+	MemoryContext round_cxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(weir_database, NULL, 0);
+	launcher_attach();
+	ereport(LOG,
+			(errmsg("weir launcher started in database \"%s\"", weir_database)));
+
+	round_cxt = AllocSetContextCreate(TopMemoryContext, "weir launcher round",
+									  ALLOCSET_DEFAULT_SIZES);
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		MemoryContextSwitchTo(round_cxt);
+		PG_TRY();
+		{
+			pipelines_round();
+		}
+		PG_CATCH();
+		{
+			recover(round_cxt);
+		}
+		PG_END_TRY();
+		retention_round(round_cxt);
+		MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContextReset(round_cxt);
+
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 weir_launcher_naptime,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

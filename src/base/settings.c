@@ -1,0 +1,140 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *	  weir's settings: the weir.* GUC variables and their definitions.
+ *
+ * The variables hold their defaults until _PG_init defines the settings,
+ * which happens only when the library is in shared_preload_libraries; it
+ * then sets weir_preloaded too.  Settings of one concern that stand on
+ * their own (the clock's) are defined by their file, called from here.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/base/settings.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+#include "base/clock.h"
+#include "base/settings.h"
+
+bool		weir_preloaded = false;
+char	   *weir_database = NULL;
+int			weir_max_partitions = 1024;
+int			weir_max_pipelines = 32;
+int			weir_default_max_state_memory = 1024 * 1024;	/* kB */
+int			weir_launcher_naptime = 1000;
+int			weir_retention_batch_size = 10000;
+int			weir_time_index_interval = 10000;
+bool		weir_checkpoint_writer = true;
+int			weir_read_ahead = WEIR_READ_AHEAD_AUTO;
+
+static const struct config_enum_entry read_ahead_options[] = {
+	{"off", WEIR_READ_AHEAD_OFF, false},
+	{"auto", WEIR_READ_AHEAD_AUTO, false},
+	{"on", WEIR_READ_AHEAD_ON, false},
+	{NULL, 0, false}
+};
+
+/*
+ * Define every weir.* setting, then reserve the prefix, so that no
+ * placeholder is made for a weir.* name that is not one of them.  Called
+ * only while shared_preload_libraries is loaded: PGC_POSTMASTER settings
+ * cannot be defined later.
+ */
+void
+weir_settings_define(void)
+{
+	DefineCustomStringVariable("weir.database",
+							   "Database in which the weir launcher runs background work.",
+							   "Retention (and, later, pipelines) run only in this database.",
+							   &weir_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.max_partitions",
+							"Maximum number of topic partitions in use at once, over all topics and databases.",
+							"Each partition takes a slot of shared memory sized by max_connections.",
+							&weir_max_partitions,
+							1024, 1, 65536,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.max_pipelines",
+							"Maximum number of pipelines running at once, over all databases.",
+							"Each running pipeline takes one background worker too: raise max_worker_processes with it.",
+							&weir_max_pipelines,
+							32, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.max_state_memory",
+							"Default state memory limit of a pipeline.",
+							"A pipeline that reaches its limit stops with status out_of_memory and resumes when the limit is raised.",
+							&weir_default_max_state_memory,
+							1024 * 1024, 1024, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.launcher_naptime",
+							"Time the launcher sleeps between rounds of background work.",
+							NULL,
+							&weir_launcher_naptime,
+							1000, 10, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.retention_batch_size",
+							"Rows deleted per transaction when retention trims a topic.",
+							NULL,
+							&weir_retention_batch_size,
+							10000, 1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.time_index_interval",
+							"Time between samples of topic head positions used by retention.",
+							"Retention keeps a row at most this much longer than the topic's retention.",
+							&weir_time_index_interval,
+							10000, 10, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("weir.checkpoint_writer",
+							 "Whether each pipeline writes its checkpoints in a second process while its worker reads on.",
+							 "Off: the worker stops reading while it writes each checkpoint. Read when a worker starts.",
+							 &weir_checkpoint_writer,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("weir.read_ahead",
+							 "Whether pipelines read and evaluate their sources in a second process while their worker applies what was read.",
+							 "auto: deduplication, last value and join pipelines, whose worker is as a rule the busier process, not window aggregates and projections. "
+							 "It takes one more background worker per pipeline, when one is to spare. Read when a worker starts.",
+							 &weir_read_ahead,
+							 WEIR_READ_AHEAD_AUTO,
+							 read_ahead_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	weir_clock_define_gucs();
+
+	MarkGUCPrefixReserved("weir");
+}

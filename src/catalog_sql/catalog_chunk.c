@@ -1,0 +1,207 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_chunk.c
+ *	  SQL on weir.pipeline_chunk: the checkpointed state of keyed operators
+ *	  (dedup), one chunk of changed entries per checkpoint.
+ *
+ * As in catalog.c, statements run as the owner of the weir schema with a
+ * pinned search_path.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/catalog_sql/catalog_chunk.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "catalog_sql/catalog.h"
+#include "catalog_sql/catalog_chunk.h"
+#include "base/columns.h"
+
+/* A chunk of `entries` entry images, the bytes of buf, until expires_at. */
+WeirChunk *
+weir_chunk_make(const StringInfoData *buf, int32 entries, TimestampTz expires_at)
+{
+	WeirChunk  *c = palloc(sizeof(WeirChunk));
+
+	c->data = weir_make_bytea(buf->data, buf->len);
+	c->entries = entries;
+	c->expires_at = expires_at;
+	return c;
+}
+
+/*
+ * Refuse a checkpoint written in another state format (by another build of
+ * weir): read as this build's, its bytes would make wrong state, or none.
+ */
+static void
+check_format(int32 id, int space)
+{
+	Oid			types[3] = {INT4OID, INT2OID, INT2OID};
+	Datum		values[3] = {Int32GetDatum(id), Int16GetDatum(space),
+	Int16GetDatum(WEIR_STATE_FORMAT)};
+	bool		isnull;
+	int16		format;
+	char	   *name;
+
+	weir_catalog_exec("SELECT c.format, p.name FROM weir.pipeline_chunk c "
+					  "JOIN weir.pipeline p ON p.id = c.pipeline_id "
+					  "WHERE c.pipeline_id = $1 AND c.space = $2 AND c.format <> $3 LIMIT 1",
+					  3, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	format = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										 &isnull));
+	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the checkpoint of pipeline \"%s\" is in state format %d, this build of weir reads format %d",
+					name, format, WEIR_STATE_FORMAT),
+			 errdetail("It was written by another version of weir."),
+			 errhint("Drop and recreate the pipeline (its state is rebuilt from the topic), or run the weir build that wrote it.")));
+}
+
+void
+weir_catalog_write_chunk(int32 id, int space, int64 chunk, TimestampTz expires_at,
+						 int32 entries, bytea *data)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[7] = {INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID,
+	INT2OID};
+	Datum		values[7] = {Int32GetDatum(id), Int16GetDatum(space), Int64GetDatum(chunk),
+		TimestampTzGetDatum(expires_at), Int32GetDatum(entries),
+	PointerGetDatum(data), Int16GetDatum(WEIR_STATE_FORMAT)};
+	char		nulls[7] = {' ', ' ', ' ', TIMESTAMP_NOT_FINITE(expires_at) ? 'n' : ' ', ' ', ' ',
+	' '};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.pipeline_chunk (pipeline_id, space, chunk, expires_at, entries, data, format) "
+					  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+					  7, types, values, nulls, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+/*
+ * Delete the chunks that expired by `watermark`, or (below_chunk > 0) all
+ * chunks numbered below it; returns how many bytes of data went, and in
+ * *entries how many entry images they held.
+ */
+int64
+weir_catalog_delete_chunks(int32 id, int space, TimestampTz watermark, int64 below_chunk,
+						   int64 *entries)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[4] = {INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID};
+	Datum		values[4] = {Int32GetDatum(id), TimestampTzGetDatum(watermark),
+	Int64GetDatum(below_chunk), Int16GetDatum(space)};
+	char		nulls[4] = {' ', TIMESTAMP_NOT_FINITE(watermark) ? 'n' : ' ', ' ', ' '};
+	int64		bytes = 0;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("WITH gone AS (DELETE FROM weir.pipeline_chunk "
+					  "WHERE pipeline_id = $1 AND space = $4 AND (expires_at <= $2 OR chunk < $3) "
+					  "RETURNING octet_length(data) AS len, entries) "
+					  "SELECT coalesce(sum(len), 0)::bigint, coalesce(sum(entries), 0)::bigint FROM gone",
+					  4, types, values, nulls, SPI_OK_SELECT);
+	*entries = 0;
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
+		*entries = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	weir_catalog_privileged_end(&p);
+	return bytes;
+}
+
+/*
+ * A checkpoint's chunks (WeirChunk *) written as numbers first_chunk on;
+ * then, after a compaction (they hold the whole state), every older chunk
+ * deleted, else, unless `watermark` is not finite, the chunks expired by
+ * it.  Returns the entries the deleted chunks held, and in *deleted_bytes
+ * their data bytes when they were deleted for having expired (after a
+ * compaction the worker counts the new chunks' bytes only: 0).
+ */
+int64
+weir_catalog_apply_chunks(int32 id, int space, List *chunks, int64 first_chunk,
+						  bool compacted, TimestampTz watermark, int64 *deleted_bytes)
+{
+	int64		next = first_chunk;
+	int64		deleted_entries = 0;
+	ListCell   *lc;
+
+	*deleted_bytes = 0;
+	foreach(lc, chunks)
+	{
+		WeirChunk  *c = lfirst(lc);
+
+		weir_catalog_write_chunk(id, space, next++, c->expires_at, c->entries, c->data);
+	}
+	if (compacted)
+		(void) weir_catalog_delete_chunks(id, space, DT_NOBEGIN, first_chunk,
+										  &deleted_entries);
+	else if (!TIMESTAMP_NOT_FINITE(watermark))
+		*deleted_bytes = weir_catalog_delete_chunks(id, space, watermark, 0,
+													&deleted_entries);
+	return deleted_entries;
+}
+
+/*
+ * Feed every chunk of a pipeline to `cb`, oldest first, one at a time
+ * (a chunk can be large).  Returns the number of chunks; *bytes their size,
+ * *next_chunk the number after the newest.  A chunk of another state
+ * format than this build's is an error, before any chunk is read.
+ */
+int64
+weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
+						 int64 *bytes, int64 *next_chunk)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[2] = {INT4OID, INT2OID};
+	Datum		values[2] = {Int32GetDatum(id), Int16GetDatum(space)};
+	SPIPlanPtr	plan;
+	Portal		portal;
+	int64		chunks = 0;
+
+	*bytes = 0;
+	*next_chunk = 1;
+	weir_catalog_privileged_begin(&p);
+	check_format(id, space);
+	plan = SPI_prepare("SELECT chunk, data FROM weir.pipeline_chunk "
+					   "WHERE pipeline_id = $1 AND space = $2 ORDER BY chunk", 2, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, values, NULL, true);
+	for (;;)
+	{
+		HeapTuple	tup;
+		bool		isnull;
+		bytea	   *data;
+		int64		chunk;
+
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+		tup = SPI_tuptable->vals[0];
+		chunk = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		data = DatumGetByteaPP(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+		cb(arg, VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data));
+		*bytes += VARSIZE_ANY_EXHDR(data);
+		*next_chunk = chunk + 1;
+		chunks++;
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	weir_catalog_privileged_end(&p);
+	return chunks;
+}

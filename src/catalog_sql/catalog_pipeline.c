@@ -1,0 +1,749 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_pipeline.c
+ *	  SQL on the pipeline catalog (weir.pipeline, weir.pipeline_position,
+ *	  weir.checkpoints, weir.restores, weir.dead_letters) and on sinks.
+ *
+ * As in catalog.c, catalog statements run as the owner of the weir schema
+ * with a pinned search_path.  Checkpoint statements take whole arrays and
+ * unnest them, so a checkpoint is a fixed handful of statements whatever the
+ * number of rows.  Sink statements run as the current user: the worker sets
+ * it to the pipeline's owner before writing.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/catalog_sql/catalog_pipeline.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog_sql/catalog.h"
+#include "catalog_sql/catalog_pipeline.h"
+
+/* the owner is the owner of the definition (definition_store.c) */
+#define PIPELINE_COLUMNS \
+	"id, name, coalesce((SELECT c.relowner FROM pg_catalog.pg_class c " \
+	"WHERE c.oid = definition), 0), source, key, event_time, windowing, aggregates, filter, " \
+	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
+	"checkpoint_interval, max_state_memory, definition, enabled, created_at, " \
+	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
+	"join_lower, join_upper, join_kind, status, names, nkeys"
+
+static char *
+get_text(int col, MemoryContext cxt)
+{
+	char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+
+	return v ? MemoryContextStrdup(cxt, v) : NULL;
+}
+
+static Datum
+get_datum(int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, isnull);
+}
+
+static void
+fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d;
+	MemoryContext oldcxt;
+
+	row->id = DatumGetInt32(get_datum(1, &isnull));
+	row->name = get_text(2, cxt);
+	row->owner = DatumGetObjectId(get_datum(3, &isnull));
+	row->source = DatumGetObjectId(get_datum(4, &isnull));
+	row->key = get_text(5, cxt);
+	row->event_time = get_text(6, cxt);
+	d = get_datum(7, &isnull);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	row->windowing = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+	MemoryContextSwitchTo(oldcxt);
+	row->aggregates = get_text(8, cxt);
+	row->filter = get_text(9, cxt);
+	row->out_of_orderness = *DatumGetIntervalP(get_datum(10, &isnull));
+	row->allowed_lateness = *DatumGetIntervalP(get_datum(11, &isnull));
+	d = get_datum(12, &isnull);
+	row->has_idle_timeout = !isnull;
+	if (!isnull)
+		row->idle_timeout = *DatumGetIntervalP(d);
+	row->emit = get_text(13, cxt);
+	row->sink = DatumGetObjectId(get_datum(14, &isnull));
+	d = get_datum(15, &isnull);
+	row->late_records = isnull ? InvalidOid : DatumGetObjectId(d);
+	row->checkpoint_interval = *DatumGetIntervalP(get_datum(16, &isnull));
+	row->max_state_memory = DatumGetInt64(get_datum(17, &isnull));
+	row->definition = DatumGetObjectId(get_datum(18, &isnull));
+	row->enabled = DatumGetBool(get_datum(19, &isnull));
+	row->created_at = DatumGetTimestampTz(get_datum(20, &isnull));
+	row->operator = get_text(21, cxt);
+	d = get_datum(22, &isnull);
+	row->has_horizon = !isnull;
+	if (!isnull)
+		row->horizon = *DatumGetIntervalP(d);
+	row->columns = get_text(23, cxt);
+	d = get_datum(24, &isnull);
+	row->has_ttl = !isnull;
+	if (!isnull)
+		row->ttl = *DatumGetIntervalP(d);
+	d = get_datum(25, &isnull);
+	row->right_source = isnull ? InvalidOid : DatumGetObjectId(d);
+	row->right_key = get_text(26, cxt);
+	row->right_event_time = get_text(27, cxt);
+	d = get_datum(28, &isnull);
+	if (!isnull)
+		row->join_lower = *DatumGetIntervalP(d);
+	d = get_datum(29, &isnull);
+	if (!isnull)
+		row->join_upper = *DatumGetIntervalP(d);
+	row->join_kind = get_text(30, cxt);
+	row->status = get_text(31, cxt);
+	row->names = NIL;
+	d = get_datum(32, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *elemnulls;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &elemnulls, &nelems);
+		oldcxt = MemoryContextSwitchTo(cxt);
+		for (int i = 0; i < nelems; i++)
+			row->names = lappend(row->names,
+								 makeString(elemnulls[i] ? pstrdup("") : TextDatumGetCString(elems[i])));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	row->nkeys = DatumGetInt32(get_datum(33, &isnull));
+}
+
+static bool
+pipeline_where(const char *where, Oid type, Datum value, WeirPipelineRow *row)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirCatalogPrivilege p;
+	char	   *sql = psprintf("SELECT " PIPELINE_COLUMNS " FROM weir.pipeline WHERE %s", where);
+	bool		found;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec(sql, 1, &type, &value, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	if (found)
+		fill_pipeline_row(row, cxt);
+	weir_catalog_privileged_end(&p);
+	return found;
+}
+
+bool
+weir_catalog_pipeline_by_name(const char *name, WeirPipelineRow *row)
+{
+	return pipeline_where("name = $1", TEXTOID, CStringGetTextDatum(name), row);
+}
+
+bool
+weir_catalog_pipeline_by_id(int32 id, WeirPipelineRow *row)
+{
+	return pipeline_where("id = $1", INT4OID, Int32GetDatum(id), row);
+}
+
+int32
+weir_catalog_pipeline_insert(WeirPipelineRow *row)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[30] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
+		OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
+	INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID};
+	Datum		values[30];
+	char		nulls[30];
+	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(row->names), 1));
+	ListCell   *lc;
+	int			n = 0;
+	bool		isnull;
+	int32		id;
+
+	memset(nulls, ' ', sizeof(nulls));
+	foreach(lc, row->names)
+		names[n++] = CStringGetTextDatum(strVal(lfirst(lc)));
+	values[0] = CStringGetTextDatum(row->name);
+	values[1] = ObjectIdGetDatum(row->definition);
+	values[2] = ObjectIdGetDatum(row->source);
+	if (row->key)
+		values[3] = CStringGetTextDatum(row->key);
+	else
+		nulls[3] = 'n';
+	if (row->event_time)
+		values[4] = CStringGetTextDatum(row->event_time);
+	else
+		nulls[4] = 'n';
+	values[5] = row->windowing;
+	if (row->windowing == (Datum) 0)
+		nulls[5] = 'n';
+	if (row->aggregates)
+		values[6] = CStringGetTextDatum(row->aggregates);
+	else
+		nulls[6] = 'n';
+	if (row->filter)
+		values[7] = CStringGetTextDatum(row->filter);
+	else
+		nulls[7] = 'n';
+	values[8] = IntervalPGetDatum(&row->out_of_orderness);
+	values[9] = IntervalPGetDatum(&row->allowed_lateness);
+	if (row->has_idle_timeout)
+		values[10] = IntervalPGetDatum(&row->idle_timeout);
+	else
+		nulls[10] = 'n';
+	values[11] = CStringGetTextDatum(row->emit);
+	values[12] = ObjectIdGetDatum(row->sink);
+	if (OidIsValid(row->late_records))
+		values[13] = ObjectIdGetDatum(row->late_records);
+	else
+		nulls[13] = 'n';
+	values[14] = IntervalPGetDatum(&row->checkpoint_interval);
+	values[15] = Int64GetDatum(row->max_state_memory);
+	values[16] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
+	values[17] = BoolGetDatum(row->enabled);
+	values[18] = CStringGetTextDatum(row->operator);
+	if (row->has_horizon)
+		values[19] = IntervalPGetDatum(&row->horizon);
+	else
+		nulls[19] = 'n';
+	if (row->columns)
+		values[20] = CStringGetTextDatum(row->columns);
+	else
+		nulls[20] = 'n';
+	if (row->has_ttl)
+		values[21] = IntervalPGetDatum(&row->ttl);
+	else
+		nulls[21] = 'n';
+	if (row->join_kind)
+	{
+		values[22] = ObjectIdGetDatum(row->right_source);
+		values[23] = CStringGetTextDatum(row->right_key);
+		values[24] = CStringGetTextDatum(row->right_event_time);
+		values[25] = IntervalPGetDatum(&row->join_lower);
+		values[26] = IntervalPGetDatum(&row->join_upper);
+		values[27] = CStringGetTextDatum(row->join_kind);
+	}
+	else
+		memset(nulls + 22, 'n', 6);
+	values[28] = Int32GetDatum(row->nkeys);
+
+	weir_catalog_privileged_begin(&p);
+	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
+													CStringGetDatum("weir.windowing")));
+	weir_catalog_exec("INSERT INTO weir.pipeline (name, definition, source, key, event_time, "
+					  "windowing, aggregates, filter, out_of_orderness, allowed_lateness, "
+					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
+					  "max_state_memory, names, enabled, operator, horizon, columns, ttl, "
+					  "right_source, right_key, right_event_time, join_lower, join_upper, join_kind, "
+					  "nkeys, status) "
+					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
+					  "$29, CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
+					  "RETURNING id",
+					  29, types, values, nulls, SPI_OK_INSERT_RETURNING);
+	id = DatumGetInt32(get_datum(1, &isnull));
+	weir_catalog_privileged_end(&p);
+	return id;
+}
+
+void
+weir_catalog_pipeline_set_enabled(int32 id, bool enabled)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[2] = {INT4OID, BOOLOID};
+	Datum		values[2] = {Int32GetDatum(id), BoolGetDatum(enabled)};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("UPDATE weir.pipeline SET enabled = $2, "
+					  "status = CASE WHEN $2 THEN 'starting' ELSE 'stopped' END, "
+					  "last_error = CASE WHEN $2 THEN NULL ELSE last_error END "
+					  "WHERE id = $1",
+					  2, types, values, NULL, SPI_OK_UPDATE);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_pipeline_set_status(int32 id, const char *status, const char *error,
+								 bool disable)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	values[0] = Int32GetDatum(id);
+	values[1] = CStringGetTextDatum(status);
+	if (error)
+		values[2] = CStringGetTextDatum(error);
+	else
+		nulls[2] = 'n';
+	values[3] = BoolGetDatum(disable);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("UPDATE weir.pipeline SET status = $2, last_error = $3, "
+					  "enabled = enabled AND NOT $4 WHERE id = $1",
+					  4, types, values, nulls, SPI_OK_UPDATE);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_pipeline_delete(int32 id)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.pipeline WHERE id = $1", 1, &type, &value,
+					  NULL, SPI_OK_DELETE);
+	weir_catalog_privileged_end(&p);
+}
+
+/*
+ * Delete the pipeline whose definition is view `definition` (its view was
+ * dropped: DROP OWNED, DROP ... CASCADE); whether there was one.
+ */
+bool
+weir_catalog_pipeline_delete_by_definition(Oid definition)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = OIDOID;
+	Datum		value = ObjectIdGetDatum(definition);
+	bool		deleted;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.pipeline WHERE definition = $1", 1, &type, &value,
+					  NULL, SPI_OK_DELETE);
+	deleted = SPI_processed > 0;
+	weir_catalog_privileged_end(&p);
+	return deleted;
+}
+
+/* max_state_memory < 0 or checkpoint_interval NULL: unchanged */
+void
+weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
+							Interval *checkpoint_interval)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[3] = {INT4OID, INT8OID, INTERVALOID};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	values[0] = Int32GetDatum(id);
+	values[1] = Int64GetDatum(max_state_memory);
+	if (max_state_memory < 0)
+		nulls[1] = 'n';
+	values[2] = checkpoint_interval ? IntervalPGetDatum(checkpoint_interval) : (Datum) 0;
+	if (!checkpoint_interval)
+		nulls[2] = 'n';
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("UPDATE weir.pipeline SET "
+					  "max_state_memory = coalesce($2, max_state_memory), "
+					  "checkpoint_interval = coalesce($3, checkpoint_interval) "
+					  "WHERE id = $1",
+					  3, types, values, nulls, SPI_OK_UPDATE);
+	weir_catalog_privileged_end(&p);
+}
+
+/*
+ * Late records into the pipeline's late-records table, copied from the topic
+ * by position, as the current user (the pipeline's owner).  The columns are
+ * named: each of the source's, then watermark and received_at
+ * (write_target.c checked that the table has them, with their types).
+ */
+void
+weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions,
+						Datum watermark)
+{
+	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(late_table)),
+												  get_rel_name(late_table));
+	char	   *source_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+														 get_rel_name(source));
+	Relation	rel = table_open(source, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData into;
+	StringInfoData from;
+	Oid			types[3] = {INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
+	Datum		values[3] = {parts, positions, watermark};
+
+	initStringInfo(&into);
+	initStringInfo(&from);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&into, "%s, ", quote_identifier(NameStr(att->attname)));
+		appendStringInfo(&from, "t.%s, ", quote_identifier(NameStr(att->attname)));
+	}
+	table_close(rel, AccessShareLock);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	weir_catalog_exec(psprintf("INSERT INTO %s (%swatermark, received_at) "
+							   "SELECT %s$3, now() FROM %s t "
+							   "JOIN unnest($1, $2) AS l(part, pos) ON t.part = l.part AND t.pos = l.pos",
+							   name, into.data, from.data, source_name),
+					  3, types, values, NULL, SPI_OK_INSERT);
+	SPI_finish();
+}
+
+/* Ids of the pipelines that should run, as a List of ints. */
+List *
+weir_catalog_enabled_pipelines(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirCatalogPrivilege p;
+	List	   *ids = NIL;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT id FROM weir.pipeline WHERE enabled ORDER BY id",
+					  0, NULL, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		ids = lappend_int(ids, DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc,
+														   1, &isnull)));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	weir_catalog_privileged_end(&p);
+	return ids;
+}
+
+/* A DDL statement built by weir from checked parts, run as the caller. */
+void
+weir_catalog_run_ddl(const char *sql)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	weir_catalog_exec(sql, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	SPI_finish();
+}
+
+void
+weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
+							TimestampTz *max_event_time)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+
+	for (int i = 0; i < partitions; i++)
+	{
+		pos[i] = 0;
+		max_event_time[i] = DT_NOBEGIN;
+	}
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT part, pos, max_event_time FROM weir.pipeline_position "
+					  "WHERE pipeline_id = $1",
+					  1, &type, &value, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		part = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		Datum		d;
+
+		if (part < 0 || part >= partitions)
+			continue;
+		pos[part] = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		if (!isnull)
+			max_event_time[part] = DatumGetTimestampTz(d);
+	}
+	weir_catalog_privileged_end(&p);
+}
+
+/* The id and watermark of a pipeline's last checkpoint; 0 if none. */
+int64
+weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+	int64		checkpoint_id = 0;
+
+	*watermark = DT_NOBEGIN;
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT id, watermark FROM weir.checkpoints WHERE pipeline_id = $1 "
+					  "ORDER BY id DESC LIMIT 1",
+					  1, &type, &value, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d;
+
+		checkpoint_id = DatumGetInt64(get_datum(1, &isnull));
+		d = get_datum(2, &isnull);
+		if (!isnull)
+			*watermark = DatumGetTimestampTz(d);
+	}
+	weir_catalog_privileged_end(&p);
+	return checkpoint_id;
+}
+
+
+/* SPI_prepare of weir's SQL; errors do not show it (weir_catalog_rethrow_without_sql). */
+static SPIPlanPtr
+prepare_hiding_sql(const char *sql, int nargs, Oid *types)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	SPIPlanPtr volatile prepared = NULL;
+
+	PG_TRY();
+	{
+		prepared = SPI_prepare(sql, nargs, types);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
+	if (prepared == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	return prepared;
+}
+
+/* SPI_execute_plan of a plan prepared so, errors without its SQL. */
+static int
+execute_hiding_sql(SPIPlanPtr plan, Datum *arrays)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int rc = 0;
+
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, arrays, NULL, false, 0);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
+	return rc;
+}
+
+/*
+ * The sink's insert, prepared once per worker and kept:
+ *	INSERT INTO sink (columns) SELECT * FROM unnest($1, ..., $n)
+ * and with upsert, for rows already emitted (late updates, emit updates):
+ *	... ON CONFLICT (key columns) DO UPDATE SET other columns
+ * Parameters are arrays, one per column.  Must be called inside SPI.
+ */
+SPIPlanPtr
+weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
+{
+	StringInfoData sql;
+	int			ncols = plan->nsinkcols;
+	Oid		   *types = palloc(sizeof(Oid) * ncols);
+	SPIPlanPtr	prepared;
+
+	Assert(!upsert || plan->nsinkkey > 0);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+												get_rel_name(sink)));
+	for (int i = 0; i < ncols; i++)
+	{
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->sinkcols[i].name));
+		types[i] = get_array_type(plan->sinkcols[i].type);
+	}
+	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
+	for (int i = 0; i < ncols; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfoChar(&sql, ')');
+	if (upsert)
+	{
+		for (int i = 0; i < plan->nsinkkey; i++)
+			appendStringInfo(&sql, "%s%s", i == 0 ? " ON CONFLICT (" : ", ",
+							 quote_identifier(plan->sinkcols[i].name));
+		appendStringInfoString(&sql, ") DO UPDATE SET ");
+		for (int i = plan->nsinkkey; i < ncols; i++)
+		{
+			const char *c = quote_identifier(plan->sinkcols[i].name);
+
+			appendStringInfo(&sql, "%s%s = EXCLUDED.%s", i > plan->nsinkkey ? ", " : "", c, c);
+		}
+	}
+
+	prepared = prepare_hiding_sql(sql.data, ncols, types);
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return prepared;
+}
+
+/*
+ * The sink's retraction by its key, prepared once per worker and kept:
+ *	DELETE FROM sink s USING unnest($1, ..., $k) AS d(key columns)
+ *	WHERE s.c1 = d.c1 AND ...
+ * Used when session windows merge and a row already emitted must go.
+ */
+SPIPlanPtr
+weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink)
+{
+	StringInfoData sql;
+	StringInfoData cols;
+	StringInfoData cond;
+	int			nkey = plan->nsinkkey;
+	Oid		   *types = palloc(sizeof(Oid) * Max(nkey, 1));
+	SPIPlanPtr	prepared;
+
+	Assert(nkey > 0);
+	initStringInfo(&sql);
+	initStringInfo(&cols);
+	initStringInfo(&cond);
+	for (int i = 0; i < nkey; i++)
+	{
+		const char *k = quote_identifier(plan->sinkcols[i].name);
+
+		appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "", k);
+		appendStringInfo(&cond, "%ss.%s = d.%s", i > 0 ? " AND " : "", k, k);
+		types[i] = get_array_type(plan->sinkcols[i].type);
+	}
+	appendStringInfo(&sql, "DELETE FROM %s s USING unnest(",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+												get_rel_name(sink)));
+	for (int i = 0; i < nkey; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfo(&sql, ") AS d(%s) WHERE %s", cols.data, cond.data);
+	prepared = prepare_hiding_sql(sql.data, nkey, types);
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return prepared;
+}
+
+void
+weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays)
+{
+	int			rc = execute_hiding_sql(delete_plan, arrays);
+
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "sink retraction failed: %s", SPI_result_code_string(rc));
+}
+
+/* Run the sink upsert; the caller is in SPI, as the pipeline's owner. */
+void
+weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays)
+{
+	int			rc = execute_hiding_sql(sink_plan, arrays);
+
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "sink write failed: %s", SPI_result_code_string(rc));
+}
+
+void
+weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
+							 Datum max_event_times)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[4] = {INT4OID, INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[4] = {Int32GetDatum(id), parts, positions, max_event_times};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.pipeline_position "
+					  "SELECT $1, * FROM unnest($2, $3, $4) "
+					  "ON CONFLICT (pipeline_id, part) DO UPDATE "
+					  "SET pos = EXCLUDED.pos, max_event_time = EXCLUDED.max_event_time",
+					  4, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id, TimestampTz started_at,
+							  TimestampTz watermark, double start_delay_ms,
+							  double sync_ms, double async_ms, int64 bytes,
+							  int64 sink_rows, int64 state_rows,
+							  int64 state_deletes, int64 records_in)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[12] = {INT4OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		FLOAT8OID, FLOAT8OID, FLOAT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
+	INT8OID};
+	Datum		values[12];
+	char		nulls[12];
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int32GetDatum(id);
+	values[1] = Int64GetDatum(checkpoint_id);
+	values[2] = TimestampTzGetDatum(started_at);
+	values[3] = TimestampTzGetDatum(watermark);
+	if (TIMESTAMP_NOT_FINITE(watermark))
+		nulls[3] = 'n';
+	values[4] = Float8GetDatum(start_delay_ms);
+	values[5] = Float8GetDatum(sync_ms);
+	values[6] = Float8GetDatum(async_ms);
+	values[7] = Int64GetDatum(bytes);
+	values[8] = Int64GetDatum(sink_rows);
+	values[9] = Int64GetDatum(state_rows);
+	values[10] = Int64GetDatum(state_deletes);
+	values[11] = Int64GetDatum(records_in);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.checkpoints (pipeline_id, id, started_at, "
+					  "committed_at, watermark, start_delay_ms, sync_ms, async_ms, bytes, "
+					  "sink_rows, state_rows, state_deletes, records_in) "
+					  "VALUES ($1, $2, $3, clock_timestamp(), $4, $5, $6, "
+					  "$7, "
+					  "$8, $9, $10, $11, $12)",
+					  12, types, values, nulls, SPI_OK_INSERT);
+	/* keep the last 1000 checkpoints of a pipeline as history */
+	weir_catalog_exec("DELETE FROM weir.checkpoints WHERE pipeline_id = $1 AND id <= $2 - 1000",
+					  2, types, values, NULL, SPI_OK_DELETE);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_write_restore(int32 id, int64 checkpoint_id, double duration_ms,
+						   int64 bytes, int64 windows)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[5] = {INT4OID, INT8OID, FLOAT8OID, INT8OID, INT8OID};
+	Datum		values[5];
+
+	values[0] = Int32GetDatum(id);
+	values[1] = Int64GetDatum(checkpoint_id);
+	values[2] = Float8GetDatum(duration_ms);
+	values[3] = Int64GetDatum(bytes);
+	values[4] = Int64GetDatum(windows);
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.restores (pipeline_id, checkpoint_id, restored_at, "
+					  "duration_ms, bytes, windows) VALUES ($1, $2, clock_timestamp(), $3, $4, $5)",
+					  5, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}
+
+void
+weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts, Datum positions,
+								Datum errors, Datum records)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[6] = {INT4OID, OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+	TEXTARRAYOID, JSONBARRAYOID};
+	Datum		values[6] = {Int32GetDatum(id), ObjectIdGetDatum(source), parts,
+	positions, errors, records};
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("INSERT INTO weir.dead_letters (pipeline_id, source, partition, "
+					  "position, error, record) "
+					  "SELECT $1, $2, * FROM unnest($3, $4, $5, $6)",
+					  6, types, values, NULL, SPI_OK_INSERT);
+	weir_catalog_privileged_end(&p);
+}

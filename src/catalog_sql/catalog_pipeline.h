@@ -1,0 +1,107 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_pipeline.h
+ *	  SQL on weir's pipeline catalog and on sinks.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/catalog_sql/catalog_pipeline.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_CATALOG_PIPELINE_H
+#define WEIR_CATALOG_PIPELINE_H
+
+#include "datatype/timestamp.h"
+#include "executor/spi.h"
+#include "nodes/pg_list.h"
+
+#include "definition/definition.h"
+
+typedef struct WeirPipelineRow
+{
+	int32		id;
+	char	   *name;
+	Oid			owner;			/* the definition's owner */
+	Oid			definition;		/* view weir_pipelines.<name> */
+	List	   *names;			/* String per item of the definition */
+	int			nkeys;			/* key items of the definition (per side) */
+	Oid			source;
+	char	   *key;			/* NULL for a projection */
+	char	   *event_time;		/* NULL for a projection */
+	Datum		windowing;		/* weir.windowing, copied; 0 for dedup */
+	char	   *aggregates;		/* NULL for dedup */
+	char	   *filter;			/* NULL: none */
+	Interval	out_of_orderness;
+	Interval	allowed_lateness;
+	bool		has_idle_timeout;
+	Interval	idle_timeout;
+	char	   *emit;
+	Oid			sink;
+	Oid			late_records;	/* InvalidOid: none */
+	Interval	checkpoint_interval;
+	int64		max_state_memory;	/* bytes */
+	bool		enabled;
+	TimestampTz created_at;		/* tells apart pipelines that reuse an id */
+	char	   *operator;		/* "window", "dedup", "last_value", "projection" */
+	bool		has_horizon;	/* dedup */
+	Interval	horizon;
+	bool		has_ttl;		/* last_value */
+	Interval	ttl;
+	char	   *columns;		/* dedup, last_value, join; NULL: the source's */
+	Oid			right_source;	/* join; source is the left */
+	char	   *right_key;
+	char	   *right_event_time;
+	Interval	join_lower;
+	Interval	join_upper;
+	char	   *join_kind;		/* "inner" or "left" */
+	char	   *status;			/* as read; not written by insert */
+} WeirPipelineRow;
+
+extern int32 weir_catalog_pipeline_insert(WeirPipelineRow *row);
+extern bool weir_catalog_pipeline_by_name(const char *name, WeirPipelineRow *row);
+extern bool weir_catalog_pipeline_by_id(int32 id, WeirPipelineRow *row);
+extern void weir_catalog_pipeline_set_enabled(int32 id, bool enabled);
+extern void weir_catalog_pipeline_set_status(int32 id, const char *status,
+											 const char *error, bool disable);
+extern void weir_catalog_pipeline_delete(int32 id);
+extern bool weir_catalog_pipeline_delete_by_definition(Oid definition);
+extern void weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
+										Interval *checkpoint_interval);
+extern void weir_catalog_write_late(Oid late_table, Oid source, Datum parts,
+									Datum positions, Datum watermark);
+extern List *weir_catalog_enabled_pipelines(void);
+extern void weir_catalog_run_ddl(const char *sql);
+
+extern void weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
+										TimestampTz *max_event_time);
+extern int64 weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark);
+
+extern SPIPlanPtr weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert);
+extern void weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays);
+extern SPIPlanPtr weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink);
+extern void weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays);
+extern void weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
+										 Datum max_event_times);
+extern void weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id,
+										  TimestampTz started_at,
+										  TimestampTz watermark,
+										  double start_delay_ms, double sync_ms,
+										  double async_ms, int64 bytes,
+										  int64 sink_rows, int64 state_rows,
+										  int64 state_deletes, int64 records_in);
+extern void weir_catalog_write_restore(int32 id, int64 checkpoint_id,
+									   double duration_ms, int64 bytes,
+									   int64 windows);
+extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
+											Datum positions, Datum errors,
+											Datum records);
+
+/* pipeline.c */
+extern WeirPlan *weir_pipeline_plan(WeirPipelineRow *row);
+extern WeirOperatorKind weir_pipeline_operator(WeirPipelineRow *row);
+extern void weir_pipeline_act_as_owner(WeirPipelineRow *row);
+extern WeirPipelineRow weir_pipeline_for_owner(const char *name);
+
+#endif							/* WEIR_CATALOG_PIPELINE_H */

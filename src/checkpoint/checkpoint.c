@@ -1,0 +1,206 @@
+/*-------------------------------------------------------------------------
+ *
+ * checkpoint.c
+ *	  A pipeline's checkpoint, as the worker takes it: the sync phase
+ *	  (collect), what the worker learns from its commit, and the restore
+ *	  from the last one.
+ *
+ * One checkpoint is one transaction (checkpoint_apply.c): the sink rows
+ * the operator owes since the previous checkpoint, the state chunks that
+ * changed, the positions and per-partition maximum event times, the dead
+ * letters and late records, and a weir.checkpoints row with the phase
+ * timings.  The worker collects it into a package (checkpoint_package.h)
+ * while processing is stopped; the package is applied in a transaction
+ * of its own, by the checkpoint writer (checkpoint_writer.c) while the
+ * worker reads on, or by the worker itself.  After a crash, restoring that
+ * state and resuming after those positions gives the sink and the state a
+ * run without the crash would have given.
+ *
+ * Phases (doc/design.md): start delay = from the moment the checkpoint was
+ * due to the worker reaching a batch boundary; sync = collecting what
+ * changed into the package (processing is stopped meanwhile); async =
+ * applying it, up to the commit (the commit itself cannot be timed in the
+ * row it commits).  Operators write only what changed, so a checkpoint's
+ * cost follows what changed; from time to time a checkpoint writes all the
+ * state and the older chunks go (compaction).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/checkpoint/checkpoint.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "storage/ipc.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog_sql/catalog_chunk.h"
+#include "catalog_sql/catalog_pipeline.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_apply.h"
+#include "checkpoint/checkpoint_package.h"
+#include "base/clock.h"
+#include "base/columns.h"
+#include "sink/sink_guard.h"
+
+/* Positions, dead letters and late records: what every kind writes. */
+static void
+progress_collect(WeirWorker *w, WeirPackage *pkg)
+{
+	WeirColumn	pos[3];
+	ListCell   *lc;
+
+	weir_column_init(&pos[0], INT4OID);
+	weir_column_init(&pos[1], INT8OID);
+	weir_column_init(&pos[2], TIMESTAMPTZOID);
+	for (int p = 0; p < w->partitions; p++)
+	{
+		weir_column_add(&pos[0], Int32GetDatum(p), false);
+		weir_column_add(&pos[1], Int64GetDatum(w->pos[p]), false);
+		weir_column_add(&pos[2], TimestampTzGetDatum(w->max_event_time[p]),
+						w->max_event_time[p] == DT_NOBEGIN);
+	}
+	weir_package_add_columns(pkg, WEIR_PKG_POSITIONS, InvalidOid, pos, 3);
+	/* dead letters, one write per source (a join has two) */
+	for (int s = 0; s < w->nsides && w->dead != NIL; s++)
+	{
+		WeirColumn	d[4];
+
+		weir_dead_letter_columns_init(d);
+		foreach(lc, w->dead)
+		{
+			WeirDeadLetter *dl = lfirst(lc);
+
+			if (dl->source != w->sides[s].source)
+				continue;
+			weir_column_add(&d[0], Int32GetDatum(dl->part), false);
+			weir_column_add(&d[1], Int64GetDatum(dl->position), false);
+			weir_column_add(&d[2], CStringGetTextDatum(dl->error), false);
+			weir_column_add(&d[3], DirectFunctionCall1(jsonb_in, CStringGetDatum(dl->record)),
+							false);
+		}
+		if (d[0].n > 0)
+			weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->sides[s].source, d, 4);
+	}
+	list_free_deep(w->dead);
+	w->dead = NIL;
+	if (w->late != NIL)
+	{
+		WeirColumn	l[2];
+
+		weir_column_init(&l[0], INT4OID);
+		weir_column_init(&l[1], INT8OID);
+		foreach(lc, w->late)
+		{
+			int64	   *late = lfirst(lc);
+
+			weir_column_add(&l[0], Int32GetDatum((int32) late[0]), false);
+			weir_column_add(&l[1], Int64GetDatum(late[1]), false);
+		}
+		weir_package_add_late(pkg, w->row.late_records, l, w->watermark);
+		list_free_deep(w->late);
+		w->late = NIL;
+	}
+}
+
+/*
+ * Sync phase: collect what changed since the last checkpoint into a
+ * package (in the current memory context), numbered as the next
+ * checkpoint.  Needs a transaction (the dead letters' JSON, the check that
+ * the pipeline is still there).  `due` is when it was due (for the start
+ * delay); `served` the weir.checkpoint() tickets it answers.
+ */
+void
+weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackage *pkg)
+{
+	TimestampTz started = weir_clock_now();
+	WeirCollected n = {0, 0, 0};
+	WeirPackageHeader *h;
+
+	/* a pipeline dropped (or replaced under the same id) ends its worker */
+	if (!weir_checkpoint_pipeline_exists(&w->row))
+	{
+		ereport(LOG,
+				(errmsg("weir pipeline \"%s\" was dropped; its worker exits", w->row.name)));
+		proc_exit(0);
+	}
+
+	weir_package_begin(pkg);
+	w->op->ops->collect(w->op, pkg, w->watermark, &n);
+	progress_collect(w, pkg);
+
+	h = weir_package_header(pkg);
+	h->checkpoint_id = ++w->checkpoint_id;
+	h->due = due;
+	h->started = started;
+	h->watermark = w->watermark;
+	h->records_since = w->records_since;
+	h->bytes = n.bytes;
+	h->sink_rows = n.sink_rows;
+	h->state_rows = n.state_rows;
+	h->served = served;
+	w->records_since = 0;
+	h->synced = weir_clock_now();
+}
+
+/*
+ * What the worker learns from a committed checkpoint: the chunks' bytes
+ * that went, and what a sink row cost to write (when it wrote enough to
+ * tell).
+ */
+void
+weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res)
+{
+	w->op->ops->chunks_deleted(w->op, res->deleted_bytes[0]);
+	if (res->sink_rows >= WEIR_SINK_ROWS_MEASURED)
+		w->sink_row_us = res->write_us / res->sink_rows;
+}
+
+/*
+ * Load the last checkpoint: open windows, positions, watermark.  Timed and
+ * recorded in weir.restores.
+ */
+void
+weir_checkpoint_restore(WeirWorker *w)
+{
+	TimestampTz started = GetCurrentTimestamp();
+	int64		bytes;
+	int64		entries;
+	bool		owes_rows;
+	TimestampTz watermark;
+	double		ms;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(w->cxt);
+	weir_catalog_load_positions(w->row.id, w->partitions, w->pos, w->max_event_time);
+	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
+	w->watermark = watermark;
+	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	entries = w->op->ops->restore(w->op, w->row.id, watermark, &bytes, &owes_rows);
+	LWLockRelease(&w->slot->lock);
+	if (owes_rows)
+		w->changed = true;
+	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
+	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, entries);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(w->cxt);
+
+	SpinLockAcquire(&w->slot->mutex);
+	w->slot->checkpoint_id = w->checkpoint_id;
+	w->slot->watermark = w->watermark;
+	SpinLockRelease(&w->slot->mutex);
+	ereport(LOG,
+			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " %s, " INT64_FORMAT " bytes",
+					w->row.name, w->checkpoint_id, ms, entries,
+					w->op->ops->state_noun, bytes)));
+}

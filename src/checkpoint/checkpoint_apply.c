@@ -1,0 +1,213 @@
+/*-------------------------------------------------------------------------
+ *
+ * checkpoint_apply.c
+ *	  A checkpoint's async phase: the writes of a package (checkpoint.c
+ *	  collected it), then its weir.checkpoints row, in the current
+ *	  transaction; its commit makes the checkpoint.
+ *
+ * Runs in the worker (no checkpoint writer) or in its checkpoint writer
+ * (checkpoint_writer.c), as the pipeline's owner: the sink is written with
+ * the owner's rights (sink_ops.h), weir's catalog through catalog*.c.  A
+ * write of rows that fails is retried row by row, and the rows that still
+ * fail become dead letters (sink_guard.c).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/checkpoint/checkpoint_apply.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog_sql/catalog_chunk.h"
+#include "checkpoint/checkpoint_apply.h"
+#include "checkpoint/checkpoint_package.h"
+#include "base/clock.h"
+#include "sink/sink_guard.h"
+#include "definition/write_target.h"
+
+static double
+ms_since(TimestampTz from, TimestampTz to)
+{
+	return (double) (to - from) / 1000.0;
+}
+
+/* What a guarded write (sink_guard.c) needs to write a set of rows again. */
+typedef struct GuardedWrite
+{
+	WeirCheckpointTarget *target;
+	int			ncols;
+	bool		upsert;
+	int64		watermark;		/* late records */
+} GuardedWrite;
+
+static void
+guarded_sink_rows(void *arg, WeirColumn *cols)
+{
+	GuardedWrite *g = arg;
+	WeirSink   *sink = g->target->sink;
+
+	sink->ops->write(sink, cols, g->ncols, g->upsert);
+	pg_atomic_fetch_add_u64(&g->target->slot->records_out, cols[0].n);
+}
+
+static void
+guarded_sink_deletes(void *arg, WeirColumn *cols)
+{
+	GuardedWrite *g = arg;
+	WeirSink   *sink = g->target->sink;
+
+	sink->ops->delete(sink, cols, g->ncols);
+}
+
+static void
+recheck_sink(void *arg)
+{
+	GuardedWrite *g = arg;
+	WeirSink   *sink = g->target->sink;
+
+	sink->ops->recheck(sink);
+}
+
+static void
+recheck_late_records(void *arg)
+{
+	GuardedWrite *g = arg;
+	WeirPipelineRow *row = &g->target->row;
+
+	weir_check_late_records(row, row->late_records, row->owner);
+}
+
+static void
+guarded_late(void *arg, WeirColumn *cols)
+{
+	GuardedWrite *g = arg;
+	WeirPipelineRow *row = &g->target->row;
+
+	weir_catalog_write_late(row->late_records, row->source,
+							weir_column_array(&cols[0]), weir_column_array(&cols[1]),
+							TimestampTzGetDatum(g->watermark));
+}
+
+/* The sink, as a guarded write's target: dead letters keyed by its columns. */
+static WeirGuardTarget
+sink_guard(WeirSink *sink)
+{
+	WeirGuardTarget t;
+
+	t.relid = sink->relid;
+	t.what = sink->what;
+	t.positions = false;
+	t.names = sink->names;
+	t.recheck = recheck_sink;
+	return t;
+}
+
+/* Whether the pipeline is still there (not dropped, or replaced under its id). */
+bool
+weir_checkpoint_pipeline_exists(const WeirPipelineRow *row)
+{
+	WeirPipelineRow current;
+
+	return weir_catalog_pipeline_by_id(row->id, &current) &&
+		current.created_at == row->created_at;
+}
+
+/*
+ * Do the writes of a package, and its weir.checkpoints row, in the current
+ * transaction.  What the worker learns from the commit goes to *res.  A
+ * pipeline dropped meanwhile gets nothing written: false.
+ */
+bool
+weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
+					  WeirCheckpointResult *res)
+{
+	WeirPipelineRow *row = &target->row;
+	pg_atomic_uint64 *records_dead = &target->slot->records_dead;
+	WeirPackageReader r;
+	const WeirPackageHeader *h = weir_package_read_begin(&r, data, len);
+	const WeirPackageOp *op;
+	int			maxcols = Max(target->plan->nsinkcols, 4);
+	WeirColumn *cols = palloc(sizeof(WeirColumn) * maxcols);
+	List	   *chunks;
+	int64		state_deletes = 0;
+	TimestampTz written;
+
+	memset(res, 0, sizeof(*res));
+	if (!weir_checkpoint_pipeline_exists(row))
+		return false;
+	while ((op = weir_package_read_op(&r, cols, maxcols, &chunks)) != NULL)
+	{
+		switch ((WeirPackageOpKind) op->kind)
+		{
+			case WEIR_PKG_SINK_DELETE:
+				{
+					GuardedWrite g = {target, op->ncols, false, 0};
+					WeirGuardTarget t = sink_guard(target->sink);
+
+					weir_guarded_write(row, records_dead, cols, op->ncols,
+									   guarded_sink_deletes, &g, &t);
+					break;
+				}
+			case WEIR_PKG_SINK_INSERT:
+			case WEIR_PKG_SINK_UPSERT:
+				{
+					GuardedWrite g = {target, op->ncols, op->kind == WEIR_PKG_SINK_UPSERT, 0};
+					WeirGuardTarget t = sink_guard(target->sink);
+
+					weir_guarded_write(row, records_dead, cols, op->ncols,
+									   guarded_sink_rows, &g, &t);
+					break;
+				}
+			case WEIR_PKG_CHUNKS:
+				{
+					int64		deleted_bytes;
+
+					state_deletes += weir_catalog_apply_chunks(row->id, op->space, chunks,
+															   op->first_chunk, op->compacted,
+															   op->watermark, &deleted_bytes);
+					if (op->space >= 0 && op->space < WEIR_CHECKPOINT_SPACES)
+						res->deleted_bytes[op->space] += deleted_bytes;
+					break;
+				}
+			case WEIR_PKG_POSITIONS:
+				weir_catalog_write_positions(row->id, weir_column_array(&cols[0]),
+											 weir_column_array(&cols[1]),
+											 weir_column_array(&cols[2]));
+				break;
+			case WEIR_PKG_DEAD_LETTERS:
+				weir_catalog_write_dead_letters(row->id, op->oid,
+												weir_column_array(&cols[0]),
+												weir_column_array(&cols[1]),
+												weir_column_array(&cols[2]),
+												weir_column_array(&cols[3]));
+				break;
+			case WEIR_PKG_LATE:
+				{
+					GuardedWrite g = {target, 2, false, op->watermark};
+					WeirGuardTarget t = {row->source, NULL, true, NULL, recheck_late_records};
+
+					t.what = psprintf("late-records table \"%s\"", get_rel_name(op->oid));
+					weir_guarded_write(row, records_dead, cols, 2, guarded_late, &g, &t);
+					break;
+				}
+			default:
+				elog(ERROR, "unrecognized checkpoint package write: %d", op->kind);
+		}
+	}
+	written = weir_clock_now();
+	weir_catalog_write_checkpoint(row->id, h->checkpoint_id, h->due, h->watermark,
+								  ms_since(h->due, h->started), ms_since(h->started, h->synced),
+								  ms_since(h->synced, written), h->bytes,
+								  h->sink_rows, h->state_rows, state_deletes,
+								  h->records_since);
+	res->checkpoint_id = h->checkpoint_id;
+	res->served = h->served;
+	res->sink_rows = h->sink_rows;
+	res->write_us = (double) (written - h->synced);
+	return true;
+}

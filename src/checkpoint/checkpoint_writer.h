@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * checkpoint_writer.h
+ *	  A pipeline's checkpoint writer: a second process that writes the
+ *	  worker's checkpoints while the worker reads on (checkpoint_writer.c).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/checkpoint/checkpoint_writer.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_CHECKPOINT_WRITER_H
+#define WEIR_CHECKPOINT_WRITER_H
+
+#include "checkpoint/checkpoint_package.h"
+#include "pipeline/worker.h"
+
+typedef struct WeirWriterLink WeirWriterLink;
+
+/* What the writer is doing, as the worker sees it */
+typedef enum WeirWriterState
+{
+	WEIR_WRITER_IDLE,			/* nothing in flight */
+	WEIR_WRITER_BUSY,			/* a checkpoint is being written */
+	WEIR_WRITER_COMMITTED		/* the one in flight committed: now idle */
+} WeirWriterState;
+
+extern PGDLLEXPORT void weir_checkpoint_writer_main(Datum main_arg);
+
+extern void weir_writer_wait_for_predecessor(int32 pipeline_id);
+extern WeirWriterLink *weir_writer_start(WeirWorker *w, int pipelines);
+extern void weir_writer_send(WeirWriterLink *link, WeirPackage *pkg);
+extern WeirWriterState weir_writer_poll(WeirWriterLink *link, WeirCheckpointResult *res);
+extern void weir_writer_stop(WeirWorker *w);
+
+#endif							/* WEIR_CHECKPOINT_WRITER_H */

@@ -1,0 +1,169 @@
+/*-------------------------------------------------------------------------
+ *
+ * dedup.c
+ *	  Deduplication: which records pass, and the rows they owe the sink.
+ *
+ * Semantics (README "Deduplication").  A record whose id was seen within
+ * the horizon is a duplicate: there is an earlier record (read before it)
+ * with the same id whose event time is later than the record's event time
+ * minus the horizon.  Duplicates are dropped and counted; the others are
+ * kept and go to the sink.  Each id keeps one state, its last sighting t:
+ * the latest event time it was seen at, duplicates included, so a record
+ * is a duplicate exactly when t > its event time - horizon.  Without a
+ * horizon an id, once seen, makes every later record with it a duplicate.
+ *
+ * An id leaves memory when the watermark reaches t + horizon (keyed.c): no
+ * record that is not late can be its duplicate any more.  A record with an
+ * event time below the watermark is late (an id it might duplicate may
+ * have left), and is dropped and counted as late, as with windows.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/operator/dedup.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+
+#include "operator/dedup.h"
+#include "operator/output.h"
+
+typedef struct WeirDedup
+{
+	WeirKeyed  *ids;			/* one entry per id; t: last seen at */
+	int64		horizon;		/* us of event time; 0: ids are kept forever */
+	WeirKeptRows kept;			/* records kept since the last checkpoint */
+} WeirDedup;
+
+/*
+ * Judge one record; a kept one's column values join the pending sink rows.
+ * A record the state can no longer judge (an id it matches may have left)
+ * is late.
+ */
+static WeirApplied
+dedup_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
+{
+	WeirDedup  *d = op->state;
+	bool		created;
+	dsa_pointer dp;
+
+	if (d->horizon > 0 && r->t < watermark)
+		return WEIR_LATE;
+	dp = weir_keyed_enter(d->ids, r->key, r->keylen, r->keyhash, r->t, &created);
+	if (!DsaPointerIsValid(dp))
+		return WEIR_NO_MEMORY;
+	if (!created)
+	{
+		WeirKeyedState *s = weir_keyed_state(d->ids, dp);
+		bool		duplicate = d->horizon == 0 || s->t > r->t - d->horizon;
+
+		if (r->t > s->t)
+		{
+			s->t = r->t;
+			weir_keyed_touch(d->ids, dp);
+		}
+		if (duplicate)
+			return WEIR_DROPPED;
+	}
+	weir_kept_rows_add(&d->kept, r->values, r->nulls);
+	return WEIR_APPLIED;
+}
+
+/* Ids past their horizon leave (their chunks follow at the next checkpoint). */
+static bool
+dedup_expire(WeirOperator *op, TimestampTz watermark)
+{
+	WeirDedup  *d = op->state;
+
+	(void) weir_keyed_expire(d->ids, watermark);
+	return false;
+}
+
+/* Sync phase: the records kept, and the chunks of the ids that changed. */
+static void
+dedup_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCollected *n)
+{
+	WeirDedup  *d = op->state;
+	WeirKeyedCollected collected;
+
+	LWLockAcquire(op->env.lock, LW_EXCLUSIVE);
+	weir_keyed_collect(d->ids, watermark, &collected);
+	LWLockRelease(op->env.lock);
+	weir_output_kept(op, pkg, watermark, d->kept.pending, &collected, n);
+}
+
+static bool
+dedup_after_checkpoint(WeirOperator *op)
+{
+	WeirDedup  *d = op->state;
+
+	weir_kept_rows_forget(&d->kept);
+	(void) weir_keyed_after_checkpoint(d->ids);
+	return false;
+}
+
+static void
+dedup_chunks_deleted(WeirOperator *op, int64 bytes)
+{
+	WeirDedup  *d = op->state;
+
+	weir_keyed_chunks_deleted(d->ids, bytes);
+}
+
+static int64
+dedup_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64 *bytes,
+				bool *owes_rows)
+{
+	WeirDedup  *d = op->state;
+
+	*owes_rows = false;
+	return weir_keyed_restore(d->ids, pipeline_id, watermark, bytes);
+}
+
+static int64
+dedup_pending_sink_rows(WeirOperator *op)
+{
+	WeirDedup  *d = op->state;
+
+	return d->kept.pending[0].n;
+}
+
+static int64
+dedup_held_entries(WeirOperator *op)
+{
+	WeirDedup  *d = op->state;
+
+	return d->ids->nheld;
+}
+
+static const WeirOperatorOps dedup_ops = {
+	.state_noun = "ids",
+	.rows_once = true,
+	.apply = dedup_apply,
+	.expire = dedup_expire,
+	.collect = dedup_collect,
+	.after_checkpoint = dedup_after_checkpoint,
+	.chunks_deleted = dedup_chunks_deleted,
+	.restore = dedup_restore,
+	.pending_sink_rows = dedup_pending_sink_rows,
+	.held_entries = dedup_held_entries,
+};
+
+void
+weir_dedup_operator_init(WeirOperator *op)
+{
+	WeirPlan   *plan = op->env.plan;
+	MemoryContext cxt = AllocSetContextCreate(op->env.cxt, "weir dedup", ALLOCSET_DEFAULT_SIZES);
+	WeirDedup  *d = MemoryContextAllocZero(cxt, sizeof(WeirDedup));
+
+	d->horizon = plan->retention;
+	d->ids = weir_keyed_create(plan, op->env.store, 0, plan->state_size, plan->retention,
+							   false, cxt);
+	weir_kept_rows_init(&d->kept, plan, cxt);
+	op->ops = &dedup_ops;
+	op->keys = d->ids;
+	op->state = d;
+}

@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ *
+ * operator.c
+ *	  A pipeline's operator, chosen once by the kind of its definition.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/operator/operator.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "operator/dedup.h"
+#include "operator/join.h"
+#include "operator/last_value.h"
+#include "operator/operator.h"
+#include "operator/projection.h"
+#include "operator/window_aggregate.h"
+
+/* The operator of env->plan, allocated in env->cxt (the worker's). */
+WeirOperator *
+weir_operator_create(const WeirOperatorEnv *env)
+{
+	WeirOperator *op = MemoryContextAllocZero(env->cxt, sizeof(WeirOperator));
+
+	op->env = *env;
+	switch (env->plan->op)
+	{
+		case WEIR_OP_WINDOW:
+			weir_window_operator_init(op);
+			break;
+		case WEIR_OP_DEDUP:
+			weir_dedup_operator_init(op);
+			break;
+		case WEIR_OP_LAST_VALUE:
+			weir_last_value_operator_init(op);
+			break;
+		case WEIR_OP_JOIN:
+			weir_join_operator_init(op);
+			break;
+		case WEIR_OP_PROJECTION:
+			weir_projection_operator_init(op);
+			break;
+	}
+	if (op->ops == NULL)
+		elog(ERROR, "unrecognized pipeline operator: %d", (int) env->plan->op);
+	return op;
+}

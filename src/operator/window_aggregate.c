@@ -1,0 +1,346 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_aggregate.c
+ *	  The window aggregate operator: records into the aggregate states of
+ *	  their key's tumbling, hopping or session windows; windows fire as the
+ *	  watermark passes their end + allowed lateness; their rows go to the
+ *	  sink at the next checkpoint.
+ *
+ * The windows themselves, their index and their firing are window.c's;
+ * their checkpoint chunks window_chunks.c's.  This file is what the worker
+ * asks of them (operator.h).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/operator/window_aggregate.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/timestamp.h"
+
+#include "definition/aggregate.h"
+#include "state/key_image.h"
+#include "operator/output.h"
+#include "operator/window_aggregate.h"
+#include "state/window_chunks.h"
+
+typedef struct WindowOperator
+{
+	WeirWindowChunks chunks;	/* the windows' checkpoint chunks */
+	int64		fired_since;	/* windows fired since the last checkpoint */
+} WindowOperator;
+
+/* One row's arguments into a window's aggregate states. */
+static inline void
+accumulate(WeirPlan *plan, char *states, Datum *values, bool *nulls)
+{
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		WeirAggSpec *agg = &plan->aggs[i];
+
+		if (agg->kind == WEIR_AGG_GENERIC)
+			weir_agg_generic_accum(agg, states, &values[agg->argoffset],
+								   &nulls[agg->argoffset]);
+		else
+			weir_agg_accum(agg, states, values[agg->argoffset], nulls[agg->argoffset]);
+	}
+}
+
+/* A record into each window it falls in that has not closed for good. */
+static WeirApplied
+window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
+{
+	WeirPlan   *plan = op->env.plan;
+	WeirWindowStore *store = op->env.store;
+	TimestampTz starts[WEIR_MAX_HOPS];
+	int			nstarts;
+	bool		placed = false;
+
+	if (plan->windowing.kind == WEIR_WINDOW_SESSION)
+	{
+		WeirWindow *win = weir_session_place(store, r->key, r->keylen, r->t,
+											 watermark, op->env.lateness);
+
+		if (win == NULL)
+			return store->out_of_memory ? WEIR_NO_MEMORY : WEIR_LATE;
+		accumulate(plan, weir_window_states(store->root, win), r->values, r->nulls);
+		if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || op->env.emit_updates)
+			weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
+		return WEIR_APPLIED;
+	}
+	nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
+	for (int s = 0; s < nstarts; s++)
+	{
+		TimestampTz end = starts[s] + plan->windowing.size;
+		WeirWindow *win;
+		bool		created;
+
+		if (end + op->env.lateness <= watermark)
+			continue;			/* this window has closed for good */
+		win = weir_window_lookup_hashed(store, starts[s], end, r->key, r->keylen,
+										r->keyhash, &created);
+		if (win == NULL)
+			return WEIR_NO_MEMORY;
+		accumulate(plan, weir_window_states(store->root, win), r->values, r->nulls);
+		weir_window_set_flags(win, WEIR_WINDOW_DIRTY);
+		if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || op->env.emit_updates)
+			weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
+		placed = true;
+	}
+	return placed ? WEIR_APPLIED : WEIR_LATE;
+}
+
+/* Windows whose end + lateness the watermark passed fire. */
+static bool
+window_expire(WeirOperator *op, TimestampTz watermark)
+{
+	WindowOperator *wo = op->state;
+	int64		fired = weir_window_fire(op->env.store, watermark, op->env.lateness,
+										 op->env.emit_updates);
+
+	wo->fired_since += fired;
+	return fired > 0 || weir_window_owes_retired(op->env.store);
+}
+
+/* A window's current version into the checkpoint's chunks. */
+static void
+add_window_image(WeirOperator *op, WeirWindowChunkBuilder *cb, WeirWindow *win)
+{
+	WeirPlan   *plan = op->env.plan;
+	WeirStoreRoot *root = op->env.store->root;
+	bytea	   *image = weir_agg_states_image(plan, weir_window_states(root, win));
+
+	weir_window_chunks_add(cb, weir_window_key(win), weir_window_keylen(win), win->start,
+						   weir_window_end(root, plan, win),
+						   (weir_window_flags(win) & WEIR_WINDOW_FIRED) != 0,
+						   VARDATA(image), VARSIZE(image) - VARHDRSZ);
+	pfree(image);
+	weir_window_set_flags(win, WEIR_WINDOW_PERSISTED);
+}
+
+/*
+ * Sync phase: the changed windows' sink rows and chunk images, and what the
+ * retired ones still owe, into the package (retractions, first emissions,
+ * updates, chunks: the order they are written in).  Flags of the windows
+ * collected are cleared here: if the checkpoint does not commit, the worker
+ * exits and restores from the previous one, so they are never trusted
+ * after a failure.
+ */
+static void
+window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCollected *n)
+{
+	WindowOperator *wo = op->state;
+	WeirPlan   *plan = op->env.plan;
+	WeirWindowStore *store = op->env.store;
+	WeirStoreRoot *root = store->root;
+	WeirWindowIter iter;
+	WeirWindow *win;
+	ListCell   *lc;
+	int64		live_bytes = 0;
+	WeirSinkRows *sink = NULL;	/* rows already in the sink: upserted */
+	WeirSinkRows *fresh = NULL; /* first emission of a window: inserted */
+	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
+	WeirColumn *rkeys;			/* sink rows to retract: key columns */
+	WeirColumn **retract;
+
+	/* the rows of windows that left memory are there already */
+	for (int emitted = 0; emitted < 2; emitted++)
+	{
+		WeirSinkRows *rows = store->retired_rows[emitted];
+
+		if (rows == NULL)
+		{
+			rows = palloc(sizeof(WeirSinkRows));
+			weir_sink_rows_init(rows, plan);
+		}
+		if (emitted)
+			sink = rows;
+		else
+			fresh = rows;
+	}
+	weir_window_chunks_begin(&chunks, op->env.lateness, false);
+	rkeys = palloc(sizeof(WeirColumn) * (plan->nkeys + 1));
+	retract = palloc(sizeof(WeirColumn *) * (plan->nkeys + 1));
+	for (int i = 0; i < plan->nkeys; i++)
+		weir_column_init(&rkeys[i], plan->keys[i].type);
+	weir_column_init(&rkeys[plan->nkeys], TIMESTAMPTZOID);
+	for (int i = 0; i <= plan->nkeys; i++)
+		retract[i] = &rkeys[i];
+
+	/*
+	 * A session merged into another has not closed: a restore would bring
+	 * its earlier versions back, so it is written as gone (closed windows a
+	 * restore skips).  Before the windows' versions, which a restore reads
+	 * after it, so that nothing written now is hidden.
+	 */
+	foreach(lc, store->retired)
+	{
+		WeirRetired *r = lfirst(lc);
+
+		if (r->persisted)
+			weir_window_chunks_add_gone(&chunks, r->key, r->keylen, r->start, r->end);
+	}
+	LWLockAcquire(op->env.lock, LW_EXCLUSIVE);
+	weir_window_iter_init(&iter, store);
+	while ((win = weir_window_iter_next(&iter)) != NULL)
+	{
+		TimestampTz end = weir_window_end(root, plan, win);
+		char	   *states = weir_window_states(root, win);
+
+		if (weir_window_flags(win) & WEIR_WINDOW_SINK_DIRTY)
+		{
+			weir_sink_rows_add((weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? sink : fresh,
+							   weir_window_key(win), win->start, end, states);
+			weir_window_clear_flags(win, WEIR_WINDOW_SINK_DIRTY);
+			weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
+		}
+		/* what its image would take (generic states: their fixed part) */
+		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + weir_window_keylen(win) + plan->state_size;
+		if (weir_window_flags(win) & WEIR_WINDOW_DIRTY)
+		{
+			add_window_image(op, &chunks, win);
+			weir_window_clear_flags(win, WEIR_WINDOW_DIRTY);
+		}
+	}
+
+	/*
+	 * The chunks hold far more than the open windows: write them all anew
+	 * (older chunks all go, so nothing needs to be written as gone).
+	 */
+	if (weir_window_chunks_compact_due(&wo->chunks, &chunks, live_bytes))
+	{
+		weir_window_chunks_finish(&chunks);
+		weir_window_chunks_begin(&chunks, op->env.lateness, true);
+		weir_window_iter_init(&iter, store);
+		while ((win = weir_window_iter_next(&iter)) != NULL)
+			add_window_image(op, &chunks, win);
+	}
+	LWLockRelease(op->env.lock);
+	foreach(lc, store->retired)
+	{
+		WeirRetired *r = lfirst(lc);
+
+		if (r->retract_sink)
+		{
+			weir_key_image_decode(plan, r->key, sink->keyvals);
+			for (int i = 0; i < plan->nkeys; i++)
+				weir_column_add(&rkeys[i], sink->keyvals[i], false);
+			weir_column_add(&rkeys[plan->nkeys], TimestampTzGetDatum(r->start), false);
+		}
+	}
+	weir_window_chunks_finish(&chunks);
+	weir_output_deletes(pkg, retract, plan->nkeys + 1);
+	weir_output_rows(op, pkg, WEIR_PKG_SINK_INSERT, fresh);
+	weir_output_rows(op, pkg, WEIR_PKG_SINK_UPSERT, sink);
+	weir_window_chunks_package(&wo->chunks, &chunks, pkg, watermark);
+	n->sink_rows = sink->cols[0].n + fresh->cols[0].n;
+	n->state_rows = chunks.total_entries;
+	n->bytes = chunks.bytes;
+}
+
+static bool
+window_after_checkpoint(WeirOperator *op)
+{
+	WindowOperator *wo = op->state;
+
+	weir_window_forget_retired(op->env.store);
+	wo->fired_since = 0;
+	return false;
+}
+
+static void
+window_chunks_deleted(WeirOperator *op, int64 bytes)
+{
+	WindowOperator *wo = op->state;
+
+	weir_window_chunks_deleted(&wo->chunks, bytes);
+}
+
+static void
+restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
+			   TimestampTz end, bool fired, const char *state, uint32 statelen)
+{
+	WeirOperator *op = (WeirOperator *) arg;
+	WeirWindowStore *store = op->env.store;
+	WeirWindow *win;
+	bool		created;
+
+	win = weir_window_lookup(store, start, end, key, keylen, &created);
+	if (win == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("checkpoint of pipeline \"%s\" does not fit in its max_state_memory",
+						op->env.name),
+				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
+	if (!created ||
+		!weir_agg_states_restore(op->env.plan, weir_window_states(store->root, win),
+								 state, statelen))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupted checkpoint of pipeline \"%s\": bad window state",
+						op->env.name),
+				 errhint("Drop and recreate the pipeline to rebuild its state from the topic.")));
+
+	/*
+	 * A restored window has a row in the sink if it fired, or if the pipeline
+	 * emits updates (written at an earlier checkpoint); otherwise its first
+	 * row is still to come, as an INSERT (which a topic sink needs).
+	 */
+	weir_window_reset_flags(win, WEIR_WINDOW_PERSISTED |
+							(fired ? WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED : 0) |
+							(op->env.emit_updates ? WEIR_WINDOW_EMITTED : 0));
+}
+
+static int64
+window_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64 *bytes,
+				bool *owes_rows)
+{
+	WindowOperator *wo = op->state;
+
+	*owes_rows = false;
+	return weir_window_chunks_restore(&wo->chunks, pipeline_id, watermark,
+									  op->env.lateness, restore_window, op, bytes);
+}
+
+/*
+ * Sink rows the next checkpoint will write, about: the windows fired since
+ * the last one (late updates and 'updates' emission not counted).
+ */
+static int64
+window_pending_sink_rows(WeirOperator *op)
+{
+	WindowOperator *wo = op->state;
+
+	return wo->fired_since;
+}
+
+static int64
+window_held_entries(WeirOperator *op)
+{
+	return 0;
+}
+
+static const WeirOperatorOps window_ops = {
+	.state_noun = "windows",
+	.rows_once = true,
+	.apply = window_apply,
+	.expire = window_expire,
+	.collect = window_collect,
+	.after_checkpoint = window_after_checkpoint,
+	.chunks_deleted = window_chunks_deleted,
+	.restore = window_restore,
+	.pending_sink_rows = window_pending_sink_rows,
+	.held_entries = window_held_entries,
+};
+
+void
+weir_window_operator_init(WeirOperator *op)
+{
+	op->ops = &window_ops;
+	op->keys = NULL;
+	op->state = MemoryContextAllocZero(op->env.cxt, sizeof(WindowOperator));
+}

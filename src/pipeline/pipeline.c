@@ -1,0 +1,985 @@
+/*-------------------------------------------------------------------------
+ *
+ * pipeline.c
+ *	  SQL functions that define and control pipelines: weir.create_pipeline,
+ *	  weir.start, weir.stop, weir.drop_pipeline, weir.checkpoint, the window
+ *	  constructors and the function behind weir.pipelines.
+ *
+ * Definitions are validated completely at creation (definition.c) and the
+ * sink is created or checked then, in the caller's transaction: a rolled
+ * back create_pipeline leaves nothing behind.  Starting, stopping and
+ * dropping only change the catalog; the launcher is woken when that commits
+ * and starts or stops the worker.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/pipeline/pipeline.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog_sql/catalog_pipeline.h"
+#include "base/clock.h"
+#include "base/act_as.h"
+#include "definition/definition.h"
+#include "definition/write_target.h"
+#include "base/shmem.h"
+#include "topic/topic.h"
+#include "base/settings.h"
+#include "base/sql_args.h"
+#include "state/window.h"
+
+static WeirPlan *plan_from_text(WeirPipelineRow *row, WeirDefinition **def);
+
+static bool wake_registered = false;
+static bool wake_at_commit = false;
+
+static void
+wake_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && wake_at_commit)
+		weir_shmem_wake_launcher();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+		wake_at_commit = false;
+}
+
+/* The launcher acts on catalog changes once they are committed. */
+static void
+wake_launcher_at_commit(void)
+{
+	if (!wake_registered)
+	{
+		RegisterXactCallback(wake_callback, NULL);
+		wake_registered = true;
+	}
+	wake_at_commit = true;
+}
+
+/* --- window constructors ------------------------------------------------ */
+
+static Datum
+make_windowing(FunctionCallInfo fcinfo, const char *kind, Interval *size,
+			   Interval *slide, Interval *gap)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, !size, !slide, !gap};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = CStringGetTextDatum(kind);
+	values[1] = size ? IntervalPGetDatum(size) : (Datum) 0;
+	values[2] = slide ? IntervalPGetDatum(slide) : (Datum) 0;
+	values[3] = gap ? IntervalPGetDatum(gap) : (Datum) 0;
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
+PG_FUNCTION_INFO_V1(weir_tumbling);
+Datum
+weir_tumbling(PG_FUNCTION_ARGS)
+{
+	Interval   *size;
+
+	weir_require_arg(fcinfo, 0, "size");
+	size = PG_GETARG_INTERVAL_P(0);
+	weir_duration_usecs(size, "window size", false);
+	return make_windowing(fcinfo, "tumbling", size, size, NULL);
+}
+
+PG_FUNCTION_INFO_V1(weir_hopping);
+Datum
+weir_hopping(PG_FUNCTION_ARGS)
+{
+	Interval   *size;
+	Interval   *slide;
+	int64		size_us;
+	int64		slide_us;
+
+	weir_require_arg(fcinfo, 0, "size");
+	weir_require_arg(fcinfo, 1, "slide");
+	size = PG_GETARG_INTERVAL_P(0);
+	slide = PG_GETARG_INTERVAL_P(1);
+	size_us = weir_duration_usecs(size, "window size", false);
+	slide_us = weir_duration_usecs(slide, "window slide", false);
+	if (slide_us > size_us)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window slide must not be longer than the window size"),
+				 errhint("For windows that do not overlap, use weir.tumbling().")));
+	if ((size_us + slide_us - 1) / slide_us > WEIR_MAX_HOPS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a record would fall into more than %d hopping windows", WEIR_MAX_HOPS),
+				 errhint("Use a longer slide.")));
+	return make_windowing(fcinfo, "hopping", size, slide, NULL);
+}
+
+PG_FUNCTION_INFO_V1(weir_session);
+Datum
+weir_session(PG_FUNCTION_ARGS)
+{
+	Interval   *gap;
+
+	weir_require_arg(fcinfo, 0, "gap");
+	gap = PG_GETARG_INTERVAL_P(0);
+	weir_duration_usecs(gap, "session gap", false);
+	return make_windowing(fcinfo, "session", NULL, NULL, gap);
+}
+
+/* --- creating ------------------------------------------------------------- */
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool required)
+{
+	if (PG_ARGISNULL(argno))
+	{
+		if (required)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"%s\" must not be null", name)));
+		return NULL;
+	}
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+static Interval *
+interval_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool allow_zero)
+{
+	Interval   *v;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	v = PG_GETARG_INTERVAL_P(argno);
+	(void) weir_duration_usecs(v, name, allow_zero);
+	return v;
+}
+
+static Oid
+relation_if_exists(const char *name, RangeVar **rv)
+{
+	*rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	return RangeVarGetRelid(*rv, NoLock, true);
+}
+
+/*
+ * The sink as CREATE TABLE text: its columns and unique key.  A window
+ * sink's key is (window_start, keys...): windows fire in the order of
+ * time, so each checkpoint's new rows land at the right edge of that index
+ * (PostgreSQL's rightmost-leaf fast path, pages filled), where with the
+ * keys first they would land beside each key's earlier rows all over it,
+ * splitting pages (a backlog's checkpoints took 1.9 us a row instead of
+ * 1.2).  Lookups by key want an index of their own.
+ */
+static char *
+sink_definition(WeirPlan *plan, const char *qualified)
+{
+	StringInfoData sql;
+	int		   *keycol = palloc(sizeof(int) * Max(plan->nsinkkey, 1));
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
+	for (int i = 0; i < plan->nsinkcols; i++)
+		appendStringInfo(&sql, "%s%s %s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->sinkcols[i].name),
+						 format_type_with_typemod(plan->sinkcols[i].type, plan->sinkcols[i].typmod),
+						 plan->sinkcols[i].nullable ? "" : " NOT NULL");
+	for (int i = 0; i < plan->nsinkkey; i++)
+		keycol[i] = i;
+	if (plan->op == WEIR_OP_WINDOW)
+	{
+		/* sink columns: keys..., window_start, ... */
+		keycol[0] = plan->nkeys;
+		for (int i = 0; i < plan->nkeys; i++)
+			keycol[i + 1] = i;
+	}
+	for (int i = 0; i < plan->nsinkkey; i++)
+		appendStringInfo(&sql, "%s%s", i == 0 ? ", PRIMARY KEY (" : ", ",
+						 quote_identifier(plan->sinkcols[keycol[i]].name));
+	appendStringInfoString(&sql, plan->nsinkkey > 0 ? "))" : ")");
+	return sql.data;
+}
+
+/*
+ * Where the options every pipeline kind shares sit in its create function;
+ * -1: the kind does not take it (its default applies).
+ */
+typedef struct CommonArgs
+{
+	int			out_of_orderness;
+	int			idle_timeout;
+	int			sink;
+	int			checkpoint_interval;
+	int			max_state_memory;
+	int			late_records;
+	int			start;
+} CommonArgs;
+
+/* Name, source and their checks: the first two arguments of every kind. */
+static void
+begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
+{
+	WeirPipelineRow existing;
+
+	(void) weir_shmem();
+	/* only the launcher of weir.database starts workers */
+	if (weir_database == NULL || strcmp(get_database_name(MyDatabaseId), weir_database) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipelines run only in database \"%s\"", weir_database ? weir_database : ""),
+				 errdetail("This is database \"%s\".", get_database_name(MyDatabaseId)),
+				 errhint("Create the pipeline in database \"%s\", or set weir.database and restart the server.",
+						 weir_database ? weir_database : "")));
+	memset(row, 0, sizeof(*row));
+	row->name = text_arg(fcinfo, 0, "name", true);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"source\" must not be null")));
+	row->source = PG_GETARG_OID(1);
+	if (row->name[0] == '\0' || strlen(row->name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pipeline name must be 1 to %d bytes long", NAMEDATALEN - 1),
+				 errdetail("The name is %d bytes long.", (int) strlen(row->name)),
+				 errhint("The name is also the name of its definition, a view: PostgreSQL's limit on names applies.")));
+	if (weir_catalog_pipeline_by_name(row->name, &existing))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" already exists", row->name),
+				 errhint("Drop it with weir.drop_pipeline(), or choose another name.")));
+
+	weir_check_source(row->source, GetUserId());
+}
+
+/*
+ * The options every kind shares, the sink (created with the right columns,
+ * or checked), the late-records table, and the catalog row.
+ */
+static int32
+finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirDefinition *def,
+			  WeirPlan *plan, const CommonArgs *args)
+{
+	char	   *sink_name;
+	char	   *late_name;
+	Oid			sink;
+	RangeVar   *rv;
+	Interval   *iv;
+	int64		checkpoint_us;
+
+	/* NULL out_of_orderness means none */
+	iv = args->out_of_orderness < 0 ? NULL :
+		interval_arg(fcinfo, args->out_of_orderness, "out_of_orderness", true);
+	if (iv)
+		row->out_of_orderness = *iv;
+	iv = args->idle_timeout < 0 ? NULL :
+		interval_arg(fcinfo, args->idle_timeout, "idle_timeout", false);
+	row->has_idle_timeout = iv != NULL;
+	if (iv)
+		row->idle_timeout = *iv;
+	iv = interval_arg(fcinfo, args->checkpoint_interval, "checkpoint_interval", false);
+	if (iv == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"checkpoint_interval\" must not be null")));
+	checkpoint_us = weir_interval_usecs(iv, "checkpoint_interval");
+	if (checkpoint_us < 10 * 1000 || checkpoint_us > USECS_PER_HOUR)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
+	row->checkpoint_interval = *iv;
+	row->max_state_memory = args->max_state_memory < 0 || PG_ARGISNULL(args->max_state_memory) ?
+		(int64) weir_default_max_state_memory * 1024 :
+		PG_GETARG_INT64(args->max_state_memory);
+	if (row->max_state_memory < 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_state_memory must be at least 1MB (1048576 bytes)")));
+	row->enabled = PG_ARGISNULL(args->start) ? true : PG_GETARG_BOOL(args->start);
+	row->owner = GetUserId();
+
+	sink_name = PG_ARGISNULL(args->sink) ? row->name :
+		text_arg(fcinfo, args->sink, "sink", false);
+	sink = relation_if_exists(sink_name, &rv);
+	if (!OidIsValid(sink))
+	{
+		weir_catalog_run_ddl(sink_definition(plan, quote_qualified_identifier(rv->schemaname, rv->relname)));
+		sink = RangeVarGetRelid(rv, NoLock, false);
+	}
+	row->sink = sink;
+	weir_check_sink(plan, row, sink, row->owner);
+
+	late_name = args->late_records < 0 ? NULL :
+		text_arg(fcinfo, args->late_records, "late_records", false);
+	if (late_name)
+	{
+		Oid			late = relation_if_exists(late_name, &rv);
+
+		if (!OidIsValid(late))
+		{
+			weir_catalog_run_ddl(psprintf("CREATE TABLE %s (LIKE %s, watermark timestamptz, received_at timestamptz)",
+										  quote_qualified_identifier(rv->schemaname, rv->relname),
+										  quote_qualified_identifier(get_namespace_name(get_rel_namespace(row->source)),
+																	 get_rel_name(row->source))));
+			late = RangeVarGetRelid(rv, NoLock, false);
+		}
+		row->late_records = late;
+		weir_check_late_records(row, late, row->owner);
+	}
+
+	/* bound: the definition is a view from now on (definition_store.c) */
+	row->definition = weir_definition_store(def, row->name, row->owner);
+	weir_depend_on_tables(row->definition, plan, row);
+	row->names = def->names;
+	row->nkeys = def->nkeys;
+	row->id = weir_catalog_pipeline_insert(row);
+	if (row->enabled)
+		wake_launcher_at_commit();
+	return row->id;
+}
+
+/*
+ * weir.create_pipeline(name, source, key, event_time, windowing, aggregates,
+ *		filter, out_of_orderness, allowed_lateness, idle_timeout, emit, sink,
+ *		checkpoint_interval, max_state_memory, late_records, start)
+ */
+PG_FUNCTION_INFO_V1(weir_create_pipeline);
+Datum
+weir_create_pipeline(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {7, 9, 11, 12, 13, 14, 15};
+	WeirPipelineRow row;
+	WeirWindowing windowing;
+	WeirPlan   *plan;
+	WeirDefinition *def;
+	Interval   *iv;
+
+	begin_create(fcinfo, &row);
+	row.operator = "window";
+	row.key = text_arg(fcinfo, 2, "key", true);
+	row.event_time = text_arg(fcinfo, 3, "event_time", true);
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"windowing\" must not be null"),
+				 errhint("Pass weir.tumbling(size), weir.hopping(size, slide) or weir.session(gap).")));
+	row.windowing = PG_GETARG_DATUM(4);
+	row.aggregates = text_arg(fcinfo, 5, "aggregates", true);
+	row.filter = text_arg(fcinfo, 6, "filter", false);
+	weir_definition_windowing(row.windowing, &windowing);
+	plan = plan_from_text(&row, &def);
+
+	iv = interval_arg(fcinfo, 8, "allowed_lateness", true);
+	if (iv)
+		row.allowed_lateness = *iv;
+	row.emit = PG_ARGISNULL(10) ? "final" : text_arg(fcinfo, 10, "emit", false);
+	if (strcmp(row.emit, "final") != 0 && strcmp(row.emit, "updates") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("emit must be 'final' or 'updates', not '%s'", row.emit)));
+	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
+}
+
+/*
+ * weir.create_dedup(name, source, id, event_time, horizon, columns, filter,
+ *		out_of_orderness, idle_timeout, sink, checkpoint_interval,
+ *		max_state_memory, late_records, start)
+ * weir.create_last_value(name, source, key, event_time, ttl, columns, filter,
+ *		... the same)
+ *
+ * The two take the same arguments: a key (dedup: the id), its retention
+ * (horizon, ttl), columns and filter.
+ */
+static int32
+create_keyed(FunctionCallInfo fcinfo, bool dedup)
+{
+	static const CommonArgs args = {7, 8, 9, 10, 11, 12, 13};
+	const char *key_arg = dedup ? "id" : "key";
+	const char *retention_arg = dedup ? "horizon" : "ttl";
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+	WeirDefinition *def;
+	Interval   *retention;
+
+	begin_create(fcinfo, &row);
+	row.operator = dedup ? "dedup" : "last_value";
+	row.key = text_arg(fcinfo, 2, key_arg, true);
+	row.event_time = text_arg(fcinfo, 3, "event_time", true);
+	retention = interval_arg(fcinfo, 4, retention_arg, false);
+	if (dedup)
+	{
+		row.has_horizon = retention != NULL;
+		if (retention)
+			row.horizon = *retention;
+	}
+	else
+	{
+		row.has_ttl = retention != NULL;
+		if (retention)
+			row.ttl = *retention;
+	}
+	row.columns = text_arg(fcinfo, 5, "columns", false);
+	row.filter = text_arg(fcinfo, 6, "filter", false);
+	row.emit = dedup ? "final" : "updates";
+	plan = plan_from_text(&row, &def);
+	return finish_create(fcinfo, &row, def, plan, &args);
+}
+
+PG_FUNCTION_INFO_V1(weir_create_dedup);
+Datum
+weir_create_dedup(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(create_keyed(fcinfo, true));
+}
+
+PG_FUNCTION_INFO_V1(weir_create_last_value);
+Datum
+weir_create_last_value(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(create_keyed(fcinfo, false));
+}
+
+/*
+ * weir.create_projection(name, source, columns, filter, sink,
+ *		checkpoint_interval, start): a stateless stage.
+ */
+PG_FUNCTION_INFO_V1(weir_create_projection);
+Datum
+weir_create_projection(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {-1, -1, 4, 5, -1, -1, 6};
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+	WeirDefinition *def;
+
+	begin_create(fcinfo, &row);
+	row.operator = "projection";
+	row.columns = text_arg(fcinfo, 2, "columns", false);
+	row.filter = text_arg(fcinfo, 3, "filter", false);
+	row.emit = "final";
+	plan = plan_from_text(&row, &def);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
+}
+
+/*
+ * weir.create_join(name, left_source, right_source, left_key, right_key,
+ *		left_time, right_time, lower, upper, kind, columns, out_of_orderness,
+ *		idle_timeout, sink, checkpoint_interval, max_state_memory, start)
+ */
+PG_FUNCTION_INFO_V1(weir_create_join);
+Datum
+weir_create_join(PG_FUNCTION_ARGS)
+{
+	static const CommonArgs args = {11, 12, 13, 14, 15, -1, 16};
+	WeirPipelineRow row;
+	WeirPlan   *plan;
+	WeirDefinition *def;
+	Interval   *iv;
+
+	begin_create(fcinfo, &row);
+	row.operator = "join";
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"right_source\" must not be null")));
+	row.right_source = PG_GETARG_OID(2);
+	weir_check_source(row.right_source, GetUserId());
+	if (row.right_source == row.source)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a join needs two different topics"),
+				 errhint("To join a topic with itself, copy it into a second topic with weir.create_projection().")));
+	row.key = text_arg(fcinfo, 3, "left_key", true);
+	row.right_key = text_arg(fcinfo, 4, "right_key", true);
+	row.event_time = text_arg(fcinfo, 5, "left_time", true);
+	row.right_event_time = text_arg(fcinfo, 6, "right_time", true);
+	iv = interval_arg(fcinfo, 7, "lower", true);
+	if (iv)
+		row.join_lower = *iv;
+	iv = interval_arg(fcinfo, 8, "upper", true);
+	if (iv)
+		row.join_upper = *iv;
+	row.join_kind = PG_ARGISNULL(9) ? "inner" : text_arg(fcinfo, 9, "kind", false);
+	if (strcmp(row.join_kind, "inner") != 0 && strcmp(row.join_kind, "left") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("kind must be 'inner' or 'left', not '%s'", row.join_kind)));
+	row.columns = text_arg(fcinfo, 10, "columns", false);
+	row.emit = "final";
+	plan = plan_from_text(&row, &def);
+	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
+}
+
+/*
+ * From here on, this background process acts as the pipeline's owner, in a
+ * security-restricted operation with search_path pg_catalog, pg_temp:
+ * expressions (bound at creation) run, and sinks are written, with the
+ * owner's rights, and nothing on a search_path the owner or anyone else
+ * controls is looked up by name (inlined SQL functions are parsed then).
+ * Catalog writes switch to weir's owner (catalog.c).  For the worker, its
+ * read-ahead process and its checkpoint writer alike.
+ */
+void
+weir_pipeline_act_as_owner(WeirPipelineRow *row)
+{
+	SetUserIdAndSecContext(row->owner,
+						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
+}
+
+WeirOperatorKind
+weir_pipeline_operator(WeirPipelineRow *row)
+{
+	if (strcmp(row->operator, "join") == 0)
+		return WEIR_OP_JOIN;
+	if (strcmp(row->operator, "projection") == 0)
+		return WEIR_OP_PROJECTION;
+	if (strcmp(row->operator, "last_value") == 0)
+		return WEIR_OP_LAST_VALUE;
+	if (strcmp(row->operator, "dedup") == 0)
+		return WEIR_OP_DEDUP;
+	if (strcmp(row->operator, "window") == 0)
+		return WEIR_OP_WINDOW;
+	elog(ERROR, "unrecognized pipeline operator \"%s\"", row->operator);
+	return WEIR_OP_WINDOW;		/* keep compiler quiet */
+}
+
+/* What a plan takes from the catalog row besides the definition. */
+static void
+plan_options(WeirPipelineRow *row, WeirPlanOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (weir_pipeline_operator(row) == WEIR_OP_WINDOW)
+		weir_definition_windowing(row->windowing, &o->windowing);
+	if (row->has_horizon)
+		o->retention = weir_interval_usecs(&row->horizon, "horizon");
+	if (row->has_ttl)
+		o->retention = weir_interval_usecs(&row->ttl, "ttl");
+	if (row->join_kind)
+	{
+		o->join_lower = weir_interval_usecs(&row->join_lower, "lower");
+		o->join_upper = weir_interval_usecs(&row->join_upper, "upper");
+		o->left_outer = strcmp(row->join_kind, "left") == 0;
+	}
+}
+
+/* At creation: the definition's text parsed and bound, and its plan. */
+static WeirPlan *
+plan_from_text(WeirPipelineRow *row, WeirDefinition **def)
+{
+	WeirDefinitionText text;
+	WeirPlanOptions options;
+
+	memset(&text, 0, sizeof(text));
+	text.op = weir_pipeline_operator(row);
+	text.source = row->source;
+	text.right_source = row->right_source;
+	text.key = row->key;
+	text.right_key = row->right_key;
+	text.event_time = row->event_time;
+	text.right_event_time = row->right_event_time;
+	text.aggregates = row->aggregates;
+	text.columns = row->columns;
+	text.filter = row->filter;
+	*def = weir_definition_parse(&text);
+	plan_options(row, &options);
+	return weir_definition_plan(*def, &options);
+}
+
+/*
+ * The plan of a catalog row, from its stored definition (every process
+ * that runs a pipeline, and readers of its state).  Needs a transaction.
+ */
+WeirPlan *
+weir_pipeline_plan(WeirPipelineRow *row)
+{
+	WeirPlanOptions options;
+	WeirDefinition *def;
+
+	def = weir_definition_load(row->definition, weir_pipeline_operator(row), row->nkeys,
+							   row->names, row->source, row->right_source);
+	plan_options(row, &options);
+	return weir_definition_plan(def, &options);
+}
+
+/* --- controlling -------------------------------------------------------- */
+
+/* The pipeline name every management function takes first. */
+static char *
+pipeline_arg(FunctionCallInfo fcinfo)
+{
+	weir_require_arg(fcinfo, 0, "pipeline");
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+static Interval *
+required_interval(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	weir_require_arg(fcinfo, argno, name);
+	return PG_GETARG_INTERVAL_P(argno);
+}
+
+/* The catalog row of pipeline `name`, which the current user must own (or be a member of its owner). */
+WeirPipelineRow
+weir_pipeline_for_owner(const char *name)
+{
+	WeirPipelineRow row;
+
+	if (!weir_catalog_pipeline_by_name(name, &row))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" does not exist", name),
+				 errhint("See weir.pipelines for the pipelines of this database.")));
+	if (!has_privs_of_role(GetUserId(), row.owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of pipeline \"%s\"", name)));
+	return row;
+}
+
+PG_FUNCTION_INFO_V1(weir_start);
+Datum
+weir_start(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
+	WeirActAs	as;
+	WeirPlan   *plan;
+
+	/*
+	 * What the worker checks first, checked here too, as the owner: a
+	 * pipeline that cannot run says why now, with its SQLSTATE, rather
+	 * than in last_error a moment later.
+	 */
+	weir_act_as_begin(&as, row.owner);
+	plan = weir_pipeline_plan(&row);
+	weir_check_tables(plan, &row, row.owner);
+	weir_act_as_end(&as);
+
+	weir_catalog_pipeline_set_enabled(row.id, true);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(weir_stop);
+Datum
+weir_stop(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
+
+	weir_catalog_pipeline_set_enabled(row.id, false);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(weir_drop_pipeline);
+Datum
+weir_drop_pipeline(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
+
+	weir_catalog_pipeline_delete(row.id);
+	weir_definition_drop(row.definition);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * weir._forget_definition(view oid), called by the sql_drop event trigger
+ * for every dropped view of schema weir_pipelines: a definition goes with
+ * what it depends on (DROP ... CASCADE) or with its owner's objects (DROP
+ * OWNED), and its pipeline with it; the launcher stops the worker.
+ */
+PG_FUNCTION_INFO_V1(weir_forget_definition);
+Datum
+weir_forget_definition(PG_FUNCTION_ARGS)
+{
+	if (weir_catalog_pipeline_delete_by_definition(PG_GETARG_OID(0)))
+		wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * Wait for the pipeline's worker (one just created or started may not have
+ * it yet) and take a checkpoint ticket from it; returns its pid.
+ */
+static int
+wait_for_worker(WeirPipelineSlot **slot, WeirPipelineRow *row, const char *name,
+				TimestampTz deadline, int64 *ticket)
+{
+	int			pid = 0;
+	Latch	   *latch = NULL;
+
+	for (;;)
+	{
+		/* looked up each time: a slot is given back when its worker exits */
+		*slot = weir_shmem_pipeline(row->id, false);
+		if (*slot)
+		{
+			SpinLockAcquire(&(*slot)->mutex);
+			pid = (*slot)->pid;
+			latch = (*slot)->latch;
+			if (pid != 0)
+				*ticket = ++(*slot)->checkpoint_requested;
+			SpinLockRelease(&(*slot)->mutex);
+		}
+		if (pid != 0 || !row->enabled || GetCurrentTimestamp() >= deadline)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	if (pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" is not running", name),
+				 errhint("Start it with weir.start(), and see weir.pipelines for its status.")));
+	SetLatch(latch);
+	return pid;
+}
+
+/*
+ * Wait until worker `pid` served `ticket`: true, with the checkpoint's id;
+ * false if that worker exited first.
+ */
+static bool
+ticket_served(WeirPipelineSlot *slot, int pid, int64 ticket, TimestampTz deadline,
+			  const char *name, int64 *checkpoint_id)
+{
+	bool		served_it = false;
+
+	ConditionVariablePrepareToSleep(&slot->checkpoint_cv);
+	for (;;)
+	{
+		int64		served;
+		int			now_pid;
+
+		SpinLockAcquire(&slot->mutex);
+		served = slot->checkpoint_served;
+		*checkpoint_id = slot->checkpoint_id;
+		now_pid = slot->pid;
+		SpinLockRelease(&slot->mutex);
+		if (served >= ticket)
+		{
+			served_it = true;
+			break;
+		}
+		if (now_pid != pid)
+			break;
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("pipeline \"%s\" took no checkpoint within the timeout", name),
+					 errhint("See lag_rows in weir.pipelines; pass a longer timeout.")));
+		ConditionVariableTimedSleep(&slot->checkpoint_cv, 100, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return served_it;
+}
+
+/*
+ * weir.checkpoint(pipeline text, timeout interval) RETURNS bigint
+ *
+ * Wait until the pipeline has processed every row committed before this
+ * call and committed a checkpoint covering them; returns its id.  The
+ * request is a ticket: the worker serves the tickets it saw at the start
+ * of a round in which it caught up with its sources.
+ */
+PG_FUNCTION_INFO_V1(weir_checkpoint);
+Datum
+weir_checkpoint(PG_FUNCTION_ARGS)
+{
+	char	   *name = pipeline_arg(fcinfo);
+	int64		timeout_us = weir_interval_usecs(required_interval(fcinfo, 1, "timeout"), "timeout");
+	WeirPipelineRow row = weir_pipeline_for_owner(name);
+	WeirPipelineSlot *slot;
+	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
+	int64		ticket = 0;
+	int64		checkpoint_id = 0;
+
+	for (;;)
+	{
+		int			pid = wait_for_worker(&slot, &row, name, deadline, &ticket);
+
+		if (ticket_served(slot, pid, ticket, deadline, name, &checkpoint_id))
+			break;
+
+		/*
+		 * The worker that took the ticket is gone.  If the pipeline is still
+		 * meant to run and did not fail, that worker was one a stop just
+		 * before a start (or a restart) retired: its successor serves a new
+		 * ticket, which covers the same rows and more.
+		 */
+		if (!weir_catalog_pipeline_by_id(row.id, &row) || !row.enabled ||
+			strcmp(row.status, "failed") == 0 || strcmp(row.status, "out_of_memory") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("pipeline \"%s\" stopped before its checkpoint", name),
+					 errhint("See status and last_error in weir.pipelines.")));
+	}
+	PG_RETURN_INT64(checkpoint_id);
+}
+
+/*
+ * weir.alter_pipeline(pipeline text, max_state_memory bigint,
+ *					   checkpoint_interval interval)
+ *
+ * Change a pipeline's limits; NULL leaves a setting as it is.  A running
+ * worker picks the change up when it is restarted: stop and start it.
+ */
+PG_FUNCTION_INFO_V1(weir_alter_pipeline);
+Datum
+weir_alter_pipeline(PG_FUNCTION_ARGS)
+{
+	WeirPipelineRow row;
+	int64		max_state_memory = -1;
+	Interval   *checkpoint_interval = NULL;
+
+	row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
+	if (!PG_ARGISNULL(1))
+	{
+		max_state_memory = PG_GETARG_INT64(1);
+		if (max_state_memory < 1024 * 1024)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_state_memory must be at least 1MB (1048576 bytes)")));
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		int64		us;
+
+		checkpoint_interval = PG_GETARG_INTERVAL_P(2);
+		us = weir_interval_usecs(checkpoint_interval, "checkpoint_interval");
+		if (us < 10 * 1000 || us > USECS_PER_HOUR)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
+	}
+	weir_catalog_pipeline_alter(row.id, max_state_memory, checkpoint_interval);
+	PG_RETURN_VOID();
+}
+
+#define PIPELINE_STATE_COLS 16
+
+/* a partition silent this long while holding the watermark back is named */
+#define WATERMARK_STALL_USECS (10 * USECS_PER_SEC)
+
+PG_FUNCTION_INFO_V1(weir_pipeline_state);
+Datum
+weir_pipeline_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	WeirShmem  *sh = weir_shmem();
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < sh->npipelines; i++)
+	{
+		WeirPipelineSlot *p = &sh->pipelines[i];
+		Datum		values[PIPELINE_STATE_COLS];
+		bool		nulls[PIPELINE_STATE_COLS];
+		int32		id;
+		int			pid;
+		int			writer_pid;
+		int			reader_pid;
+		TimestampTz watermark;
+		int64		checkpoint_id;
+		TimestampTz checkpoint_at;
+		int64		windows;
+		int64		state_bytes;
+		int64		lag;
+		int32		holder;
+		Oid			holder_source;
+		TimestampTz holder_data_at;
+		bool		holder_has_time;
+		TimestampTz latest_data_at;
+		bool		has_idle_timeout;
+
+		SpinLockAcquire(&p->mutex);
+		id = p->dboid == MyDatabaseId ? p->pipeline_id : 0;
+		pid = p->pid;
+		writer_pid = p->writer_pid;
+		reader_pid = p->reader_pid;
+		watermark = p->watermark;
+		checkpoint_id = p->checkpoint_id;
+		checkpoint_at = p->checkpoint_at;
+		windows = p->windows;
+		state_bytes = p->state_bytes;
+		lag = p->lag_rows;
+		holder = p->watermark_holder;
+		holder_source = p->holder_source;
+		holder_data_at = p->holder_data_at;
+		holder_has_time = p->holder_has_time;
+		latest_data_at = p->latest_data_at;
+		has_idle_timeout = p->has_idle_timeout;
+		SpinLockRelease(&p->mutex);
+		if (id == 0 || pid == 0)
+			continue;
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(id);
+		values[1] = Int32GetDatum(pid);
+		values[2] = TimestampTzGetDatum(watermark);
+		nulls[2] = TIMESTAMP_NOT_FINITE(watermark);
+		values[3] = Int64GetDatum(checkpoint_id);
+		nulls[3] = checkpoint_id == 0;
+		values[4] = TimestampTzGetDatum(checkpoint_at);
+		nulls[4] = checkpoint_id == 0;
+		values[5] = Int64GetDatum(windows);
+		values[6] = Int64GetDatum(state_bytes);
+		values[7] = Int64GetDatum(lag);
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_in));
+		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_out));
+		values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_late));
+		values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dead));
+		values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dropped));
+		values[14] = Int32GetDatum(writer_pid);
+		nulls[14] = writer_pid == 0;
+		values[15] = Int32GetDatum(reader_pid);
+		nulls[15] = reader_pid == 0;
+		nulls[13] = true;
+		/*
+		 * Say plainly why state that waits for the watermark stays: a
+		 * partition has been silent for a while, others had data after it,
+		 * and it holds the watermark back.
+		 */
+		if (holder >= 0 && latest_data_at > holder_data_at &&
+			weir_clock_now() - holder_data_at > WATERMARK_STALL_USECS)
+		{
+			char	   *topic = get_rel_name(holder_source);
+
+			values[13] = CStringGetTextDatum(psprintf("watermark stalled: partition %d of %s has had no data since %s while others have, and %s (%s); state waiting for the watermark stays, and grows while records arrive",
+													  holder, topic ? quote_identifier(topic) : "?",
+													  timestamptz_to_str(holder_data_at),
+													  holder_has_time ? "holds it back" :
+													  "has shown no event time yet",
+													  has_idle_timeout ? "idle_timeout not reached yet" :
+													  "no idle_timeout"));
+			nulls[13] = false;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

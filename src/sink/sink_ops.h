@@ -1,0 +1,51 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink_ops.h
+ *	  The one shape of a pipeline's sink: where a checkpoint's rows go.
+ *
+ * A sink is written only in a checkpoint's async phase (checkpoint_apply.c),
+ * inside the checkpoint's transaction, as the pipeline's owner: its writes
+ * commit with the state and the positions, or not at all.  A write that
+ * fails is retried row by row in subtransactions (sink_guard.c) after
+ * `recheck`, so every call may run in a subtransaction that is rolled back.
+ *
+ *	write		rows, one array per sink column; upsert false: first
+ *				emissions (a plain insert may do), true: rows that may be
+ *				there already
+ *	delete		rows by the sink's key columns
+ *	recheck		the sink still fits the pipeline (raises if not), before any
+ *				row is blamed for a failed write
+ *
+ * The table sink (sink_table.c) is the one kind today; a topic sink is a
+ * table sink of the topic's table.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/sink/sink_ops.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_SINK_OPS_H
+#define WEIR_SINK_OPS_H
+
+#include "base/columns.h"
+
+typedef struct WeirSink WeirSink;
+
+typedef struct WeirSinkOps
+{
+	void		(*write) (WeirSink *sink, WeirColumn *cols, int ncols, bool upsert);
+	void		(*delete) (WeirSink *sink, WeirColumn *key, int nkey);
+	void		(*recheck) (WeirSink *sink);
+} WeirSinkOps;
+
+struct WeirSink
+{
+	const WeirSinkOps *ops;
+	Oid			relid;			/* dead letters of the sink name it */
+	const char *what;			/* 'sink "x"', for their errors */
+	const char *const *names;	/* its columns' names, for their JSON */
+};
+
+#endif							/* WEIR_SINK_OPS_H */

@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink_table.c
+ *	  A pipeline's sink table, as a sink: rows through the bulk path
+ *	  (sink.c) when the table allows it, through SQL otherwise; windows
+ *	  emitted for the first time inserted, rows already there upserted.
+ *
+ * Runs in the process that applies a checkpoint (the worker, or its
+ * checkpoint writer), in the checkpoint's transaction, as the pipeline's
+ * owner (the current user).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/sink/sink_table.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "utils/lsyscache.h"
+
+#include "catalog_sql/catalog_pipeline.h"
+#include "sink/bulk.h"
+#include "sink/sink_table.h"
+#include "definition/write_target.h"
+
+typedef struct SinkTable
+{
+	WeirSink	sink;			/* first: a WeirSink * is a SinkTable * */
+	WeirPipelineRow *row;
+	WeirPlan   *plan;
+	MemoryContext cxt;			/* what outlives a checkpoint */
+	int		   *sink_map;		/* sink attribute of each of our columns (sink.c) */
+	SPIPlanPtr	upsert_plan;	/* rows already emitted */
+	SPIPlanPtr	insert_plan;	/* first emission of a window */
+	SPIPlanPtr	delete_plan;
+} SinkTable;
+
+/*
+ * Rows through the bulk path (sink.c), when the sink allows it: first
+ * emissions inserted, rows already in the sink updated in place.  False:
+ * not (all) done, SQL must.
+ */
+static bool
+bulk_write(SinkTable *st, WeirColumn *cols, int ncols, bool update)
+{
+	Datum	  **values;
+	bool	  **nulls;
+
+	/* checked at every checkpoint: a trigger added later must not be bypassed */
+	if (st->sink_map == NULL)
+		st->sink_map = MemoryContextAlloc(st->cxt, sizeof(int) * ncols);
+	if (!weir_sink_bulk_eligible(st->row->sink, st->plan, st->sink_map))
+		return false;
+	values = palloc(sizeof(Datum *) * ncols);
+	nulls = palloc(sizeof(bool *) * ncols);
+	for (int c = 0; c < ncols; c++)
+	{
+		values[c] = cols[c].values;
+		nulls[c] = cols[c].nulls;
+	}
+	if (update)
+		return weir_sink_bulk_update(st->row->sink, st->plan, st->sink_map, ncols,
+									 values, nulls, cols[0].n);
+	weir_sink_bulk_insert(st->row->sink, st->plan, st->sink_map, ncols, values,
+						  nulls, cols[0].n);
+	return true;
+}
+
+/* Sink rows through SQL (INSERT, or upsert): one array per column. */
+static void
+sql_write(SinkTable *st, WeirColumn *cols, int ncols, bool upsert)
+{
+	SPIPlanPtr *plan = upsert ? &st->upsert_plan : &st->insert_plan;
+	Datum	   *arrays = palloc(sizeof(Datum) * ncols);
+
+	for (int c = 0; c < ncols; c++)
+		arrays[c] = weir_column_array(&cols[c]);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (*plan == NULL)
+		*plan = weir_catalog_prepare_sink(st->plan, st->row->sink, upsert);
+	weir_catalog_write_sink(*plan, arrays);
+	SPI_finish();
+}
+
+/* A first emission of rows, for weir_sink_try_insert */
+typedef struct SinkInsert
+{
+	SinkTable  *st;
+	WeirColumn *cols;
+	int			ncols;
+} SinkInsert;
+
+static void
+sink_insert(void *arg)
+{
+	SinkInsert *si = (SinkInsert *) arg;
+
+	if (!bulk_write(si->st, si->cols, si->ncols, false))
+		sql_write(si->st, si->cols, si->ncols, false);
+}
+
+/*
+ * Windows emitted for the first time go in with a plain INSERT, much
+ * cheaper than the upsert; if the sink already holds such a row (the
+ * pipeline was created over an existing sink, or someone wrote to it), the
+ * INSERT, run in a subtransaction, fails on the unique key and the rows
+ * are upserted instead.
+ */
+static void
+table_write(WeirSink *sink, WeirColumn *cols, int ncols, bool upsert)
+{
+	SinkTable  *st = (SinkTable *) sink;
+	SinkInsert	si = {st, cols, ncols};
+
+	if (cols[0].n == 0)
+		return;
+	if (upsert)
+	{
+		/* an upsert writes the same values again if the bulk update stopped */
+		if (!bulk_write(st, cols, ncols, true))
+			sql_write(st, cols, ncols, true);
+	}
+	else if (st->plan->nsinkkey == 0)
+		sink_insert(&si);		/* rows without a key are only ever inserted */
+	else if (!weir_sink_try_insert(sink_insert, &si))
+		sql_write(st, cols, ncols, true);
+}
+
+/* Delete sink rows by the sink's key: merged sessions, expired keys. */
+static void
+table_delete(WeirSink *sink, WeirColumn *key, int nkey)
+{
+	SinkTable  *st = (SinkTable *) sink;
+	Datum	   *arrays = palloc(sizeof(Datum) * nkey);
+
+	for (int i = 0; i < nkey; i++)
+		arrays[i] = weir_column_array(&key[i]);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (st->delete_plan == NULL)
+		st->delete_plan = weir_catalog_prepare_sink_delete(st->plan, st->row->sink);
+	weir_catalog_delete_sink(st->delete_plan, arrays);
+	SPI_finish();
+}
+
+static void
+table_recheck(WeirSink *sink)
+{
+	SinkTable  *st = (SinkTable *) sink;
+
+	weir_check_sink(st->plan, st->row, st->row->sink, st->row->owner);
+}
+
+static const WeirSinkOps table_ops = {
+	.write = table_write,
+	.delete = table_delete,
+	.recheck = table_recheck,
+};
+
+/*
+ * The sink table of the pipeline `row` (which must outlive it), in cxt.
+ * Needs a transaction (the table's name).
+ */
+WeirSink *
+weir_sink_table_open(WeirPipelineRow *row, WeirPlan *plan, MemoryContext cxt)
+{
+	SinkTable  *st = MemoryContextAllocZero(cxt, sizeof(SinkTable));
+	const char **names = MemoryContextAlloc(cxt, sizeof(char *) * Max(plan->nsinkcols, 1));
+
+	for (int i = 0; i < plan->nsinkcols; i++)
+		names[i] = plan->sinkcols[i].name;
+	st->sink.ops = &table_ops;
+	st->sink.relid = row->sink;
+	st->sink.what = MemoryContextStrdup(cxt, psprintf("sink \"%s\"", get_rel_name(row->sink)));
+	st->sink.names = names;
+	st->row = row;
+	st->plan = plan;
+	st->cxt = cxt;
+	return &st->sink;
+}

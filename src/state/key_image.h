@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * key_image.h
+ *	  A record's key as bytes: what state is keyed by, in memory and in
+ *	  checkpoint chunks.
+ *
+ * Layout, key column after key column: a by-value type as its Datum (8
+ * bytes), a fixed-length by-reference type as its bytes, a varlena as a
+ * uint32 length and its data bytes (detoasted, no header).  No alignment
+ * and no null (a null key is refused when the record is evaluated).  The
+ * layout is written into checkpoint chunks: changing it needs a new chunk
+ * format (catalog_chunk.c), never a silent reinterpretation.
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/state/key_image.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_KEY_IMAGE_H
+#define WEIR_KEY_IMAGE_H
+
+#include "lib/stringinfo.h"
+
+#include "base/columns.h"
+#include "definition/definition.h"
+
+/*
+ * Append one key column's value to the image being built in buf.  Inline:
+ * it runs for every key of every record read.
+ */
+static inline void
+weir_key_image_append(StringInfo buf, WeirKeySpec *k, Datum value)
+{
+	if (k->typbyval)
+		memcpy(weir_append_space(buf, sizeof(Datum)), &value, sizeof(Datum));
+	else if (k->typlen > 0)
+		appendBinaryStringInfo(buf, DatumGetPointer(value), k->typlen);
+	else
+	{
+		struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+		uint32		len = VARSIZE_ANY_EXHDR(v);
+
+		appendBinaryStringInfo(buf, (char *) &len, sizeof(uint32));
+		appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
+	}
+}
+
+extern void weir_key_image_decode(WeirPlan *plan, const char *image, Datum *values);
+
+#endif							/* WEIR_KEY_IMAGE_H */
