@@ -3,7 +3,7 @@
 
 MODULE_big = weir
 OBJS = \
-	src/base/weir.o \
+	src/weir.o \
 	src/base/settings.o \
 	src/base/sql_args.o \
 	src/base/clock.o \
@@ -17,7 +17,7 @@ OBJS = \
 	src/topic/consumer.o \
 	src/catalog_sql/catalog.o \
 	src/topic/views.o \
-	src/base/launcher.o \
+	src/pipeline/launcher.o \
 	src/topic/retention.o \
 	src/definition/definition.o \
 	src/definition/definition_parse.o \
@@ -27,7 +27,7 @@ OBJS = \
 	src/catalog_sql/catalog_pipeline.o \
 	src/pipeline/pipeline.o \
 	src/pipeline/worker.o \
-	src/checkpoint/checkpoint.o \
+	src/pipeline/checkpoint.o \
 	src/checkpoint/checkpoint_apply.o \
 	src/checkpoint/checkpoint_package.o \
 	src/sink/sink_table.o \
@@ -38,9 +38,10 @@ OBJS = \
 	src/sink/sink_order.o \
 	src/state/window_chunks.o \
 	src/base/columns.o \
+	src/base/dead_letter.o \
 	src/state/keyed.o \
 	src/operator/dedup.o \
-	src/state/key_image.o \
+	src/definition/key_image.o \
 	src/operator/operator.o \
 	src/operator/output.o \
 	src/operator/projection.o \
@@ -73,4 +74,4 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes, so no object is ever built against an old struct layout.
-$(OBJS): $(wildcard $(srcdir)/src/*/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)

@@ -137,7 +137,8 @@ release_writer(WeirPipelineSlot *slot)
  * transaction.
  */
 WeirWriterLink *
-weir_writer_start(WeirWorker *w, int pipelines)
+weir_writer_start(const WeirPipelineRow *row, WeirPipelineSlot *slot, int64 checkpoint_id,
+				  int pipelines, MemoryContext cxt)
 {
 	MemoryContext oldcxt;
 	WeirWriterLink *link;
@@ -147,25 +148,25 @@ weir_writer_start(WeirWorker *w, int pipelines)
 
 	if (!weir_checkpoint_writer)
 		return NULL;
-	if (!weir_shmem_reserve_helper(&w->slot->has_writer, pipelines))
+	if (!weir_shmem_reserve_helper(&slot->has_writer, pipelines))
 	{
 		ereport(LOG,
 				(errmsg("weir pipeline \"%s\" writes its checkpoints itself: no background worker slot to spare for a checkpoint writer",
-						w->row.name),
+						row->name),
 				 errhint("Raise max_worker_processes: a running pipeline takes two background workers, its worker and its checkpoint writer.")));
 		return NULL;
 	}
-	oldcxt = MemoryContextSwitchTo(w->cxt);
+	oldcxt = MemoryContextSwitchTo(cxt);
 	link = palloc0(sizeof(WeirWriterLink));
 	link->seg = dsm_create(WRITER_SHARED_BYTES + WRITER_QUEUE_BYTES, 0);
 	dsm_pin_mapping(link->seg);
 	link->shared = dsm_segment_address(link->seg);
 	memset(link->shared, 0, sizeof(WriterShared));
 	SpinLockInit(&link->shared->mutex);
-	link->shared->pipeline_id = w->row.id;
+	link->shared->pipeline_id = row->id;
 	link->shared->dboid = MyDatabaseId;
 	link->shared->worker_latch = &MyProc->procLatch;
-	link->shared->committed = link->sent = link->acked = w->checkpoint_id;
+	link->shared->committed = link->sent = link->acked = checkpoint_id;
 	mq = shm_mq_create((char *) link->shared + WRITER_SHARED_BYTES, WRITER_QUEUE_BYTES);
 	shm_mq_set_sender(mq, MyProc);
 
@@ -175,7 +176,7 @@ weir_writer_start(WeirWorker *w, int pipelines)
 	bgw.bgw_restart_time = BGW_NEVER_RESTART;	/* its worker starts another */
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "weir");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "weir_checkpoint_writer_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "weir checkpoint writer for pipeline %s", w->row.name);
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "weir checkpoint writer for pipeline %s", row->name);
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "weir checkpoint writer");
 	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(link->seg));
 	bgw.bgw_notify_pid = MyProcPid;
@@ -185,10 +186,10 @@ weir_writer_start(WeirWorker *w, int pipelines)
 		ereport(LOG,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("weir pipeline \"%s\" could not start its checkpoint writer; its worker writes its checkpoints itself",
-						w->row.name),
+						row->name),
 				 errhint("Raise max_worker_processes: a running pipeline takes two background workers, its worker and its checkpoint writer.")));
 		dsm_detach(link->seg);
-		release_writer(w->slot);
+		release_writer(slot);
 		MemoryContextSwitchTo(oldcxt);
 		return NULL;
 	}
@@ -197,12 +198,12 @@ weir_writer_start(WeirWorker *w, int pipelines)
 	if (shm_mq_wait_for_attach(link->mqh) != SHM_MQ_SUCCESS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("checkpoint writer of pipeline \"%s\" exited at its start", w->row.name),
+				 errmsg("checkpoint writer of pipeline \"%s\" exited at its start", row->name),
 				 errhint("See the server log for why.")));
 	/* weir.pipelines shows it */
-	SpinLockAcquire(&w->slot->mutex);
-	w->slot->writer_pid = pid;
-	SpinLockRelease(&w->slot->mutex);
+	SpinLockAcquire(&slot->mutex);
+	slot->writer_pid = pid;
+	SpinLockRelease(&slot->mutex);
 	MemoryContextSwitchTo(oldcxt);
 	return link;
 }
@@ -213,20 +214,17 @@ weir_writer_start(WeirWorker *w, int pipelines)
  * writes its checkpoints itself from now on.
  */
 void
-weir_writer_stop(WeirWorker *w)
+weir_writer_stop(WeirWriterLink *link, WeirPipelineSlot *slot, const char *name)
 {
-	WeirWriterLink *link = w->writer;
-
 	Assert(link->acked == link->sent);
 	shm_mq_detach(link->mqh);
 	dsm_detach(link->seg);
-	release_writer(w->slot);
+	release_writer(slot);
 	ereport(LOG,
 			(errmsg("weir pipeline \"%s\" stopped its checkpoint writer to leave its background worker slot to a pipeline's worker",
-					w->row.name),
+					name),
 			 errhint("Raise max_worker_processes: a running pipeline takes two background workers, its worker and its checkpoint writer.")));
 	pfree(link);
-	w->writer = NULL;
 }
 
 /* Fail the worker with the writer's error, if it failed. */

@@ -14,8 +14,10 @@
 #ifndef WEIR_CHECKPOINT_WRITER_H
 #define WEIR_CHECKPOINT_WRITER_H
 
+#include "catalog_sql/catalog_pipeline.h"
+#include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_package.h"
-#include "pipeline/worker.h"
+#include "base/shmem.h"
 
 typedef struct WeirWriterLink WeirWriterLink;
 
@@ -30,9 +32,12 @@ typedef enum WeirWriterState
 extern PGDLLEXPORT void weir_checkpoint_writer_main(Datum main_arg);
 
 extern void weir_writer_wait_for_predecessor(int32 pipeline_id);
-extern WeirWriterLink *weir_writer_start(WeirWorker *w, int pipelines);
+extern WeirWriterLink *weir_writer_start(const WeirPipelineRow *row, WeirPipelineSlot *slot,
+										 int64 checkpoint_id, int pipelines,
+										 MemoryContext cxt);
 extern void weir_writer_send(WeirWriterLink *link, WeirPackage *pkg);
 extern WeirWriterState weir_writer_poll(WeirWriterLink *link, WeirCheckpointResult *res);
-extern void weir_writer_stop(WeirWorker *w);
+extern void weir_writer_stop(WeirWriterLink *link, WeirPipelineSlot *slot,
+							 const char *name);
 
 #endif							/* WEIR_CHECKPOINT_WRITER_H */

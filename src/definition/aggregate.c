@@ -49,7 +49,7 @@
 #include "utils/numeric.h"
 
 #include "definition/aggregate.h"
-#include "sink/sink_guard.h"
+#include "base/dead_letter.h"
 #include "base/subxact.h"
 
 static inline int64 *

@@ -37,8 +37,6 @@
 #include "utils/timestamp.h"
 
 #include "definition/definition.h"
-#include "operator/join_state.h"
-#include "state/keyed.h"
 
 static void add_sink_column(WeirPlan *plan, const char *name, Oid type, int32 typmod,
 							Oid collation, bool nullable);
@@ -444,13 +442,10 @@ plan_keyed(WeirDefinition *def, const WeirPlanOptions *options)
 	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
 	if (def->op == WEIR_OP_DEDUP)
 	{
-		/* per id: the latest event time it was seen at; the sink: the columns */
-		plan->state_size = sizeof(TimestampTz);
+		/* the sink: the columns (what an id keeps is dedup.c's) */
 		add_column_sinkcols(plan);
 		return plan;
 	}
-	/* per key: the newest row's event time, partition and position */
-	plan->state_size = sizeof(WeirKeyedState);
 	/* the sink: keys, then the columns; unique on the keys */
 	for (int i = 0; i < plan->nkeys; i++)
 		add_sink_column(plan, plan->keys[i].name, plan->keys[i].type,
@@ -513,8 +508,6 @@ plan_join(WeirDefinition *def, const WeirPlanOptions *options)
 	left->join_lower = right->join_lower = options->join_lower;
 	left->join_upper = right->join_upper = options->join_upper;
 	left->left_outer = right->left_outer = options->left_outer;
-	/* per key and side: the rows' latest time and their list */
-	left->state_size = right->state_size = sizeof(JoinKeyState);
 	left->right = right;
 	left->nsinkkey = 0;
 	return left;

@@ -160,7 +160,8 @@ weir_dedup_operator_init(WeirOperator *op)
 	WeirDedup  *d = MemoryContextAllocZero(cxt, sizeof(WeirDedup));
 
 	d->horizon = plan->retention;
-	d->ids = weir_keyed_create(plan, op->env.store, 0, plan->state_size, plan->retention,
+	/* per id: the latest event time it was seen at */
+	d->ids = weir_keyed_create(plan, op->env.store, 0, sizeof(TimestampTz), plan->retention,
 							   false, cxt);
 	weir_kept_rows_init(&d->kept, plan, cxt);
 	op->ops = &dedup_ops;

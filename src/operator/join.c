@@ -45,9 +45,20 @@
 #include "utils/memutils.h"
 
 #include "operator/join.h"
-#include "operator/join_state.h"
 #include "operator/output.h"
 #include "state/row_arena.h"
+
+/*
+ * A key's entry state, both sides' rows (keyed.c reads t, which must come
+ * first): one entry per key, so a record costs one lookup.
+ */
+typedef struct JoinKeyState
+{
+	TimestampTz t;				/* the latest row time + its side's bound:
+								 * past it, no row of the key can match */
+	dsa_pointer rows[2];		/* per side, newest first */
+	int32		nrows[2];
+} JoinKeyState;
 
 typedef struct WeirJoin
 {

@@ -31,7 +31,7 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 
-#include "state/key_image.h"
+#include "definition/key_image.h"
 #include "operator/last_value.h"
 #include "operator/output.h"
 
@@ -299,8 +299,8 @@ weir_last_value_operator_init(WeirOperator *op)
 	lv->plan = plan;
 	lv->ttl = plan->retention;
 	/* keys that expire lose their sink row: keep them until the checkpoint */
-	lv->keys = weir_keyed_create(plan, op->env.store, 0, plan->state_size, plan->retention,
-								 true, cxt);
+	lv->keys = weir_keyed_create(plan, op->env.store, 0, sizeof(WeirKeyedState),
+								 plan->retention, true, cxt);
 	lv->pending_cxt = AllocSetContextCreate(cxt, "weir last value pending rows",
 											ALLOCSET_DEFAULT_SIZES);
 	init_pending(lv);

@@ -23,7 +23,7 @@
 #include "utils/memutils.h"
 
 #include "operator/output.h"
-#include "sink/sink_guard.h"
+#include "base/dead_letter.h"
 
 /*
  * Sink rows into the package, when there are any, and the windows that

@@ -23,7 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "definition/aggregate.h"
-#include "state/key_image.h"
+#include "definition/key_image.h"
 #include "operator/output.h"
 #include "operator/window_aggregate.h"
 #include "state/window_chunks.h"

@@ -41,7 +41,7 @@
 #include "base/sql_args.h"
 #include "state/window.h"
 #include "state/window_chunks.h"
-#include "state/key_image.h"
+#include "definition/key_image.h"
 #include "pipeline/worker.h"
 
 typedef struct Copied

@@ -57,7 +57,7 @@
 
 #include "definition/aggregate.h"
 #include "catalog_sql/catalog_pipeline.h"
-#include "checkpoint/checkpoint.h"
+#include "pipeline/checkpoint.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "base/clock.h"
 #include "definition/definition.h"
@@ -65,11 +65,11 @@
 #include "base/process_memory.h"
 #include "pipeline/read_ahead.h"
 #include "topic/reader.h"
-#include "sink/sink_guard.h"
+#include "base/dead_letter.h"
 #include "sink/sink_table.h"
 #include "pipeline/skip.h"
 #include "base/subxact.h"
-#include "state/key_image.h"
+#include "definition/key_image.h"
 #include "topic/topic.h"
 #include "state/window.h"
 #include "pipeline/worker.h"
@@ -1010,7 +1010,10 @@ run(WeirWorker *w)
 		if ((w->writer || w->read_ahead) && weir_shmem_helpers_should_yield())
 		{
 			if (w->writer && !in_flight)
-				weir_writer_stop(w);
+			{
+				weir_writer_stop(w->writer, w->slot, w->row.name);
+				w->writer = NULL;
+			}
 			if (w->read_ahead)
 				weir_read_ahead_stop(w, "to leave its background worker slot to a pipeline's worker");
 		}
@@ -1373,7 +1376,8 @@ weir_worker_main(Datum main_arg)
 		begin_round();
 		pipelines = list_length(weir_catalog_enabled_pipelines());
 		end_round();
-		worker->writer = weir_writer_start(worker, pipelines);
+		worker->writer = weir_writer_start(&worker->row, worker->slot, worker->checkpoint_id,
+										   pipelines, worker->cxt);
 		worker->read_ahead = weir_read_ahead_start(worker, pipelines);
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
 		begin_round();

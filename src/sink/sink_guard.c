@@ -7,11 +7,11 @@
  *
  * A checkpoint writes its sink rows in a few statements.  If one row breaks
  * a constraint of the user's table, has a key too large for its index, or
- * trips a trigger, the statement fails, and so would every later try:
- * before this, the pipeline failed, restarted from its last checkpoint and
- * failed again on the same row, forever.  Now each batch is written in a
- * subtransaction; when it fails with an error about the data (classes 22,
- * 23, 54, 09, 21, 2F, 38, 39, P0: errors a row causes), it is written
+ * trips a trigger, the statement fails, and so would every later try, and
+ * the pipeline would restart from its last checkpoint and fail again on the
+ * same row, forever.  So each batch is written in a subtransaction; when it
+ * fails with an error about the data (weir_error_is_about_data: errors a
+ * row causes), it is written
  * again row by row, each in a subtransaction of its own, and the rows that
  * fail go to weir.dead_letters with their error: source the table written
  * (partition and position null, the row as JSON) for sink rows, or the
@@ -46,41 +46,8 @@
 
 #include "catalog_sql/catalog_pipeline.h"
 #include "sink/sink_guard.h"
+#include "base/dead_letter.h"
 #include "base/subxact.h"
-
-/*
- * The four columns dead letters are written from (weir.dead_letters:
- * partition, position, error, record), empty.
- */
-void
-weir_dead_letter_columns_init(WeirColumn *d)
-{
-	weir_column_init(&d[0], INT4OID);
-	weir_column_init(&d[1], INT8OID);
-	weir_column_init(&d[2], TEXTOID);
-	weir_column_init(&d[3], JSONBOID);
-}
-
-/* Whether an error is about the row being written (see the header comment). */
-bool
-weir_error_is_about_data(int sqlerrcode)
-{
-	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
-	{
-		case ERRCODE_DATA_EXCEPTION:
-		case ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION:
-		case ERRCODE_PROGRAM_LIMIT_EXCEEDED:
-		case ERRCODE_TRIGGERED_ACTION_EXCEPTION:
-		case ERRCODE_CARDINALITY_VIOLATION:
-		case ERRCODE_SQL_ROUTINE_EXCEPTION:
-		case ERRCODE_EXTERNAL_ROUTINE_EXCEPTION:
-		case ERRCODE_EXTERNAL_ROUTINE_INVOCATION_EXCEPTION:
-		case ERRCODE_PLPGSQL_ERROR:
-			return true;
-		default:
-			return false;
-	}
-}
 
 typedef struct GuardedCall
 {
@@ -113,29 +80,6 @@ try_write(WeirGuardedWrite write, void *arg, WeirColumn *cols, char **message)
 		ReThrowError(edata);
 	*message = edata->message;
 	return false;
-}
-
-/*
- * One field of a dead letter's record, a JSON object being built in buf
- * (after '{'): "name": value as its type's text, or null.
- */
-void
-weir_json_field(StringInfo buf, const char *name, Oid type, Datum value, bool isnull)
-{
-	if (buf->data[buf->len - 1] != '{')
-		appendStringInfoString(buf, ", ");
-	escape_json(buf, name);
-	appendStringInfoString(buf, ": ");
-	if (isnull)
-		appendStringInfoString(buf, "null");
-	else
-	{
-		Oid			output;
-		bool		varlena;
-
-		getTypeOutputInfo(type, &output, &varlena);
-		escape_json(buf, OidOutputFunctionCall(output, value));
-	}
 }
 
 /* Row i of `cols` as a JSON object keyed by `names`. */

@@ -36,10 +36,6 @@ typedef struct WeirGuardTarget
 	void		(*recheck) (void *arg);
 } WeirGuardTarget;
 
-extern void weir_dead_letter_columns_init(WeirColumn *d);
-extern void weir_json_field(StringInfo buf, const char *name, Oid type, Datum value,
-							bool isnull);
-extern bool weir_error_is_about_data(int sqlerrcode);
 extern void weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
 							   WeirColumn *cols, int ncols, WeirGuardedWrite write,
 							   void *arg, const WeirGuardTarget *target);

@@ -23,9 +23,9 @@
 #include "utils/timestamp.h"
 
 #include "definition/aggregate.h"
-#include "sink/sink_guard.h"
+#include "base/dead_letter.h"
 #include "sink/sink_rows.h"
-#include "state/key_image.h"
+#include "definition/key_image.h"
 
 void
 weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan)

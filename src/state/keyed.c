@@ -6,7 +6,7 @@
  *
  * Memory.  Each key is one entry in the pipeline's window store (a window
  * at start 0, which the store indexes but links nowhere), holding
- * a WeirKeyedState (the first plan->state_size bytes of it).  An entry
+ * a WeirKeyedState (the first k->state_size bytes of it).  An entry
  * expires when the watermark reaches t + retention (dedup: the horizon
  * after the id was last seen; last value: the ttl after its newest row).
  * Entries sit in expiry buckets, worker-local arrays of their
@@ -163,10 +163,11 @@ weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int space,
 	WeirKeyed  *k = MemoryContextAllocZero(cxt, sizeof(WeirKeyed));
 	HASHCTL		ctl;
 
-	/* the store sizes entries by the plan's state */
-	if (state_size > store->root->state_size)
+	/* the store sizes its entries by this state: set before the first one */
+	if (store->root->used > 0 && state_size != store->root->state_size)
 		elog(ERROR, "keyed state of %zu bytes does not fit entries of %u",
 			 state_size, store->root->state_size);
+	store->root->state_size = state_size;
 	k->cxt = cxt;
 	k->plan = plan;
 	k->space = space;

@@ -23,7 +23,7 @@
 /*
  * An entry's state starts with the event time that decides its expiry
  * (dedup: last seen; last value: the newest row's); last value adds the
- * row's position.  plan->state_size says how much of this is used.
+ * row's position.  k->state_size says how much of this is used.
  */
 typedef struct WeirKeyedState
 {

@@ -6,7 +6,7 @@
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/checkpoint/checkpoint.h
+ *	  src/pipeline/checkpoint.h
  *
  *-------------------------------------------------------------------------
  */

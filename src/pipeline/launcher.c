@@ -16,7 +16,7 @@
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/base/launcher.c
+ *	  src/pipeline/launcher.c
  *
  *-------------------------------------------------------------------------
  */
@@ -38,7 +38,7 @@
 
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
-#include "base/launcher.h"
+#include "pipeline/launcher.h"
 #include "topic/retention.h"
 #include "base/settings.h"
 #include "base/shmem.h"

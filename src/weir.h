@@ -6,7 +6,7 @@
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/base/weir.h
+ *	  src/weir.h
  *
  *-------------------------------------------------------------------------
  */

@@ -14,7 +14,7 @@
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/state/key_image.h
+ *	  src/definition/key_image.h
  *
  *-------------------------------------------------------------------------
  */

@@ -7,13 +7,13 @@
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/state/key_image.c
+ *	  src/definition/key_image.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "state/key_image.h"
+#include "definition/key_image.h"
 
 /*
  * An image back to one Datum per key column, in the current memory

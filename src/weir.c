@@ -12,7 +12,7 @@
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/base/weir.c
+ *	  src/weir.c
  *
  *-------------------------------------------------------------------------
  */
@@ -21,10 +21,10 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "base/launcher.h"
+#include "pipeline/launcher.h"
 #include "base/settings.h"
 #include "base/shmem.h"
-#include "base/weir.h"
+#include "weir.h"
 
 PG_MODULE_MAGIC;
 

@@ -27,7 +27,7 @@
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/checkpoint/checkpoint.c
+ *	  src/pipeline/checkpoint.c
  *
  *-------------------------------------------------------------------------
  */
@@ -43,12 +43,12 @@
 
 #include "catalog_sql/catalog_chunk.h"
 #include "catalog_sql/catalog_pipeline.h"
-#include "checkpoint/checkpoint.h"
+#include "pipeline/checkpoint.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_package.h"
 #include "base/clock.h"
 #include "base/columns.h"
-#include "sink/sink_guard.h"
+#include "base/dead_letter.h"
 
 /* Positions, dead letters and late records: what every kind writes. */
 static void
