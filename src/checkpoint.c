@@ -851,7 +851,7 @@ weir_checkpoint_restore(WeirWorker *w)
 	weir_catalog_load_positions(w->row.id, w->partitions, w->pos, w->max_event_time);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
 	w->watermark = watermark;
-	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	/* without the slot's lock: readers find the store once restored (worker.c) */
 	if (w->plan->op == WEIR_OP_PROJECTION)
 		windows = bytes = 0;
 	else if (w->plan->op == WEIR_OP_DEDUP)
@@ -863,7 +863,6 @@ weir_checkpoint_restore(WeirWorker *w)
 	else
 		windows = weir_window_chunks_restore(&w->window_chunks, w->row.id, watermark,
 											 w->lateness, restore_window, w, &bytes);
-	LWLockRelease(&w->slot->lock);
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, windows);
 	PopActiveSnapshot();

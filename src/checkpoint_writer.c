@@ -76,6 +76,7 @@ typedef struct WriterShared
 	slock_t		mutex;
 	int32		pipeline_id;
 	Oid			dboid;
+	uint64		worker_generation;	/* the worker it writes for (shmem.h) */
 	Latch	   *worker_latch;	/* set when a checkpoint commits or fails */
 	int64		committed;		/* last checkpoint committed; under mutex */
 	WeirCheckpointResult result;	/* of it; under mutex */
@@ -162,6 +163,7 @@ weir_writer_start(WeirWorker *w, int pipelines)
 	SpinLockInit(&link->shared->mutex);
 	link->shared->pipeline_id = w->row.id;
 	link->shared->dboid = MyDatabaseId;
+	link->shared->worker_generation = weir_shmem_pipeline_generation(w->slot);
 	link->shared->worker_latch = &MyProc->procLatch;
 	link->shared->committed = link->sent = link->acked = w->checkpoint_id;
 	mq = shm_mq_create((char *) link->shared + WRITER_SHARED_BYTES, WRITER_QUEUE_BYTES);
@@ -373,7 +375,8 @@ writer_committed(WeirCheckpointResult *res)
 	writer_shared->committed = res->checkpoint_id;
 	writer_shared->result = *res;
 	SpinLockRelease(&writer_shared->mutex);
-	weir_shmem_checkpoint_committed(writer->slot, res->checkpoint_id, res->served);
+	(void) weir_shmem_checkpoint_committed_for(writer->slot, writer_shared->worker_generation,
+											   res->checkpoint_id, res->served);
 	SetLatch(writer_shared->worker_latch);
 }
 
