@@ -850,7 +850,7 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 		 * ticket, which covers the same rows and more.
 		 */
 		if (!weir_catalog_pipeline_by_id(row.id, &row) || !row.enabled ||
-			strcmp(row.status, "failed") == 0 || strcmp(row.status, "out_of_memory") == 0)
+			row.status == WEIR_PIPELINE_FAILED || row.status == WEIR_PIPELINE_OUT_OF_MEMORY)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("pipeline \"%s\" stopped before its checkpoint", name),

@@ -1063,7 +1063,7 @@ stop_out_of_memory(WeirWorker *w)
 									   w->row.name, w->row.max_state_memory));
 	AbortCurrentTransaction();
 	begin_round();
-	weir_catalog_pipeline_set_status(w->row.id, "out_of_memory", msg, true);
+	(void) weir_catalog_pipeline_set_status(w->row.id, WEIR_PIPELINE_OUT_OF_MEMORY, msg, true);
 	end_round();
 	ereport(LOG,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -1581,7 +1581,7 @@ weir_worker_main(Datum main_arg)
 			worker->changed = true;
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
 		begin_round();
-		weir_catalog_pipeline_set_status(id, "running", NULL, false);
+		(void) weir_catalog_pipeline_set_status(id, WEIR_PIPELINE_RUNNING, NULL, false);
 		end_round();
 		run(worker);
 	}
@@ -1620,8 +1620,8 @@ weir_worker_main(Datum main_arg)
 		}
 		/* record why, so that weir.pipelines can say it, and where */
 		begin_round();
-		weir_catalog_pipeline_set_status(id, "failed", failure_message(edata),
-										 error_is_permanent(edata->sqlerrcode));
+		(void) weir_catalog_pipeline_set_status(id, WEIR_PIPELINE_FAILED, failure_message(edata),
+												error_is_permanent(edata->sqlerrcode));
 		end_round();
 		proc_exit(1);
 	}
