@@ -11,9 +11,13 @@
  * are rebuilt lazily from the topic tables (partition.c).
  *
  * Locks: WeirShmem.lock (the single LWLock of the named tranche "weir")
- * protects slot assignment and the launcher fields; each slot has its own
- * LWLock in tranche "weir_partition".  Order: WeirShmem.lock before a slot's
- * lock, never the reverse.
+ * protects slot assignment and the launcher fields; each partition slot has
+ * its own LWLock in tranche "weir_partition", each pipeline slot an LWLock
+ * in tranche "weir_pipeline" and a spinlock.  The whole contract (what each
+ * protects, the order, what is never held while calling out) is at the top
+ * of shmem.h.  Pipeline slots are claimed and released here only, so that
+ * who holds a slot changes in one place, under WeirShmem.lock and the
+ * slot's mutex, with the generation bumped and waiters told.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -26,8 +30,10 @@
 
 #include "miscadmin.h"
 #include "datatype/timestamp.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
@@ -94,6 +100,7 @@ weir_shmem_startup(void)
 			pg_atomic_init_u64(&slot->next_position, 1);
 			slot->nregs = 0;
 		}
+		ConditionVariableInit(&weir_shared->pipelines_cv);
 		weir_shared->npipelines = weir_max_pipelines;
 		weir_shared->pipelines = (WeirPipelineSlot *)
 			(weir_shared->slots + (Size) weir_shared->nslots * weir_shared->slot_size);
@@ -114,6 +121,8 @@ weir_shmem_startup(void)
 			pg_atomic_init_u64(&p->records_dropped, 0);
 			p->watermark_holder = -1;
 			p->restart_now = false;
+			p->generation = 0;
+			p->last_dboid = InvalidOid;
 			ConditionVariableInit(&p->checkpoint_cv);
 		}
 	}
@@ -173,32 +182,71 @@ weir_shmem_wake_launcher(void)
 		SetLatch(latch);
 }
 
-/*
- * The slot of a pipeline of this database, or NULL.  With claim, a free
- * slot is taken (by the pipeline's worker) if the pipeline has none; NULL
- * then means all weir.max_pipelines slots are in use.
- */
-WeirPipelineSlot *
-weir_shmem_pipeline(int32 pipeline_id, bool claim)
+/* The slot of pipeline `pipeline_id` of this database; caller holds sh->lock. */
+static WeirPipelineSlot *
+find_pipeline(WeirShmem *sh, int32 pipeline_id, WeirPipelineSlot **free_slot)
 {
-	WeirShmem  *sh = weir_shmem();
-	WeirPipelineSlot *found = NULL;
-	WeirPipelineSlot *free_slot = NULL;
-
-	LWLockAcquire(sh->lock, claim ? LW_EXCLUSIVE : LW_SHARED);
+	Assert(LWLockHeldByMe(sh->lock));
+	if (free_slot)
+		*free_slot = NULL;
 	for (int i = 0; i < sh->npipelines; i++)
 	{
 		WeirPipelineSlot *p = &sh->pipelines[i];
 
 		if (p->dboid == MyDatabaseId && p->pipeline_id == pipeline_id)
-		{
-			found = p;
-			break;
-		}
-		if (p->dboid == InvalidOid && free_slot == NULL)
-			free_slot = p;
+			return p;
+		if (free_slot && p->dboid == InvalidOid && *free_slot == NULL)
+			*free_slot = p;
 	}
-	if (found == NULL && claim && free_slot != NULL)
+	return NULL;
+}
+
+/*
+ * The slot of a pipeline of this database, or NULL: a pipeline has one
+ * while a worker holds it.  The slot may be released and taken by another
+ * worker as soon as this returns: a caller that will look again later
+ * remembers its generation (weir_shmem_pipeline_generation), or reads what
+ * it needs in one go (weir_shmem_checkpoint_ticket).  With claim, the
+ * calling process claims it as the pipeline's worker, as
+ * weir_shmem_claim_pipeline does; NULL then also when another worker holds
+ * it.
+ */
+WeirPipelineSlot *
+weir_shmem_pipeline(int32 pipeline_id, bool claim)
+{
+	WeirShmem  *sh = weir_shmem();
+	WeirPipelineSlot *found;
+	int			holder;
+
+	if (claim)
+		return weir_shmem_claim_pipeline(pipeline_id, &holder);
+	LWLockAcquire(sh->lock, LW_SHARED);
+	found = find_pipeline(sh, pipeline_id, NULL);
+	LWLockRelease(sh->lock);
+	return found;
+}
+
+/*
+ * Claim the pipeline's slot for the calling process, its worker: the
+ * pipeline's slot, or a free one (reset).  NULL when another worker holds
+ * it (*holder_pid: its pid; a launcher that restarted does not know its
+ * predecessor's workers) or when all weir.max_pipelines slots are in use
+ * (*holder_pid 0).  The generation is bumped and those waiting for a worker
+ * (weir.checkpoint) are woken.  The caller registers a before_shmem_exit
+ * callback that calls weir_shmem_release_pipeline.  Takes WeirShmem.lock,
+ * then the slot's mutex; call it holding no weir lock.
+ */
+WeirPipelineSlot *
+weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid)
+{
+	WeirShmem  *sh = weir_shmem();
+	WeirPipelineSlot *found;
+	WeirPipelineSlot *free_slot;
+
+	*holder_pid = 0;
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	found = find_pipeline(sh, pipeline_id, &free_slot);
+	if (found == NULL && free_slot != NULL)
 	{
 		found = free_slot;
 		SpinLockAcquire(&found->mutex);
@@ -228,24 +276,203 @@ weir_shmem_pipeline(int32 pipeline_id, bool claim)
 		pg_atomic_write_u32(&found->readers_waiting, 0);
 		pg_atomic_write_u64(&found->records_dropped, 0);
 	}
+	if (found != NULL)
+	{
+		SpinLockAcquire(&found->mutex);
+		if (found->pid != 0)
+			*holder_pid = found->pid;
+		else
+		{
+			Assert(found->generation % 2 == 0);
+			found->generation++;
+			found->pid = MyProcPid;
+			found->latch = &MyProc->procLatch;
+		}
+		SpinLockRelease(&found->mutex);
+		if (*holder_pid != 0)
+			found = NULL;
+	}
 	LWLockRelease(sh->lock);
+	if (found != NULL)
+		ConditionVariableBroadcast(&sh->pipelines_cv);
 	return found;
 }
 
 /*
+ * The worker leaves its slot (from its before_shmem_exit callback): the
+ * slot is free again, the generation bumped, its helpers' bookkeeping
+ * cleared, and those waiting on the slot's checkpoints or for a worker are
+ * woken, and the launcher.  The store must be unpublished already (area
+ * and root, under the slot's lock).  restart_now stays for the launcher
+ * (weir_shmem_take_restart_now).  Call it holding no weir lock.
+ */
+void
+weir_shmem_release_pipeline(WeirPipelineSlot *slot)
+{
+	WeirShmem  *sh = weir_shmem();
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	slot->has_writer = false;
+	slot->has_reader = false;
+	SpinLockAcquire(&slot->mutex);
+	Assert(slot->pid == MyProcPid && slot->generation % 2 == 1);
+	slot->generation++;
+	slot->pid = 0;
+	slot->writer_pid = 0;		/* the writer exits with its worker */
+	slot->reader_pid = 0;		/* and so does the read-ahead process */
+	slot->latch = NULL;
+	/* give the slot back: a pipeline without a worker needs none */
+	slot->last_dboid = slot->dboid;
+	slot->dboid = InvalidOid;
+	SpinLockRelease(&slot->mutex);
+	LWLockRelease(sh->lock);
+	ConditionVariableBroadcast(&slot->checkpoint_cv);
+	ConditionVariableBroadcast(&sh->pipelines_cv);
+	weir_shmem_wake_launcher();
+}
+
+/*
+ * The slot's generation: for its worker, its own, which stays until it
+ * leaves; for others, which worker holds it now (see shmem.h).
+ */
+uint64
+weir_shmem_pipeline_generation(WeirPipelineSlot *slot)
+{
+	uint64		generation;
+
+	SpinLockAcquire(&slot->mutex);
+	generation = slot->generation;
+	SpinLockRelease(&slot->mutex);
+	return generation;
+}
+
+/*
+ * Whether a worker of pipeline `pipeline_id` of this database holds the
+ * slot now.  With the slot's lock held, and the store published (area),
+ * the store is that worker's: a worker unpublishes it, under that lock,
+ * before it leaves.
+ */
+bool
+weir_shmem_pipeline_is(WeirPipelineSlot *slot, int32 pipeline_id)
+{
+	bool		is;
+
+	SpinLockAcquire(&slot->mutex);
+	is = slot->dboid == MyDatabaseId && slot->pipeline_id == pipeline_id && slot->pid != 0;
+	SpinLockRelease(&slot->mutex);
+	return is;
+}
+
+/*
+ * Take a weir.checkpoint() ticket from the pipeline's worker, if it has one
+ * now: its slot, with *generation (the worker's) and *ticket; NULL if no
+ * worker holds a slot for the pipeline.  The worker's latch is set, so that
+ * an idle worker starts a round.  Looked up and taken under WeirShmem.lock,
+ * so that the slot cannot change hands in between.
+ */
+WeirPipelineSlot *
+weir_shmem_checkpoint_ticket(int32 pipeline_id, uint64 *generation, int64 *ticket)
+{
+	WeirShmem  *sh = weir_shmem();
+	WeirPipelineSlot *slot;
+	Latch	   *latch = NULL;
+
+	LWLockAcquire(sh->lock, LW_SHARED);
+	slot = find_pipeline(sh, pipeline_id, NULL);
+	if (slot)
+	{
+		SpinLockAcquire(&slot->mutex);
+		Assert(slot->pid != 0 && slot->generation % 2 == 1);
+		*generation = slot->generation;
+		*ticket = ++slot->checkpoint_requested;
+		latch = slot->latch;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(sh->lock);
+	if (latch)
+		SetLatch(latch);
+	return slot;
+}
+
+/*
+ * Whether the last worker of the pipeline to leave its slot asked to be
+ * started again at once (restart_now: it moves past a record, skip.c); the
+ * request is taken.  Called by the launcher once the worker has exited,
+ * which has given its slot back: the slot is found by the database and
+ * pipeline it last served, unless a worker claimed it since (which resets
+ * the request).
+ */
+bool
+weir_shmem_take_restart_now(int32 pipeline_id)
+{
+	WeirShmem  *sh = weir_shmem();
+	bool		restart_now = false;
+
+	LWLockAcquire(sh->lock, LW_SHARED);
+	for (int i = 0; i < sh->npipelines; i++)
+	{
+		WeirPipelineSlot *p = &sh->pipelines[i];
+
+		if (p->pipeline_id != pipeline_id ||
+			(p->dboid != MyDatabaseId &&
+			 (p->dboid != InvalidOid || p->last_dboid != MyDatabaseId)))
+			continue;
+		SpinLockAcquire(&p->mutex);
+		restart_now |= p->restart_now;
+		p->restart_now = false;
+		SpinLockRelease(&p->mutex);
+	}
+	LWLockRelease(sh->lock);
+	return restart_now;
+}
+
+/*
  * A checkpoint of the pipeline committed, answering weir.checkpoint()
- * tickets up to `served`: tell its waiters.  Called by whichever process
- * committed it (the worker, or its checkpoint writer).
+ * tickets up to `served`: tell its waiters.  Called by the worker that
+ * holds the slot, when it committed the checkpoint itself.
  */
 void
 weir_shmem_checkpoint_committed(WeirPipelineSlot *slot, int64 checkpoint_id, int64 served)
 {
+	TimestampTz now = GetCurrentTimestamp();
+
 	SpinLockAcquire(&slot->mutex);
+	Assert(slot->pid == MyProcPid);
 	slot->checkpoint_id = checkpoint_id;
-	slot->checkpoint_at = GetCurrentTimestamp();
+	slot->checkpoint_at = now;
 	slot->checkpoint_served = Max(slot->checkpoint_served, served);
 	SpinLockRelease(&slot->mutex);
 	ConditionVariableBroadcast(&slot->checkpoint_cv);
+}
+
+/*
+ * The same, from a process that committed a checkpoint for the worker of
+ * `generation` (its checkpoint writer, which may commit the last package
+ * after its worker left): told only while the slot's counters are still
+ * that worker's (weir_shmem_counters_of).  A slot claimed since serves
+ * another worker, of this pipeline or another, whose tickets these are
+ * not; callers holding the old worker's tickets take new ones from its
+ * successor (pipeline.c).  Whether it was told.
+ */
+bool
+weir_shmem_checkpoint_committed_for(WeirPipelineSlot *slot, uint64 generation,
+									int64 checkpoint_id, int64 served)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		same;
+
+	SpinLockAcquire(&slot->mutex);
+	same = weir_shmem_counters_of(slot->generation, generation);
+	if (same)
+	{
+		slot->checkpoint_id = checkpoint_id;
+		slot->checkpoint_at = now;
+		slot->checkpoint_served = Max(slot->checkpoint_served, served);
+	}
+	SpinLockRelease(&slot->mutex);
+	if (same)
+		ConditionVariableBroadcast(&slot->checkpoint_cv);
+	return same;
 }
 
 /*

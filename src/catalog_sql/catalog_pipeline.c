@@ -41,6 +41,52 @@
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
 	"join_lower, join_upper, join_kind, status, names, nkeys"
 
+/* weir.pipeline.status, in WeirPipelineStatus order */
+static const char *const status_names[] = {
+	"stopped", "starting", "running", "failed", "out_of_memory"
+};
+
+StaticAssertDecl(lengthof(status_names) == WEIR_PIPELINE_OUT_OF_MEMORY + 1,
+				 "status_names must match WeirPipelineStatus");
+
+/* The text weir.pipeline.status holds for `status`. */
+const char *
+weir_pipeline_status_name(WeirPipelineStatus status)
+{
+	if ((int) status < 0 || (int) status >= (int) lengthof(status_names))
+		elog(ERROR, "unrecognized pipeline status: %d", (int) status);
+	return status_names[status];
+}
+
+WeirPipelineStatus
+weir_pipeline_status_from_name(const char *name)
+{
+	for (int i = 0; i < (int) lengthof(status_names); i++)
+		if (strcmp(name, status_names[i]) == 0)
+			return (WeirPipelineStatus) i;
+	elog(ERROR, "unrecognized pipeline status: \"%s\"", name);
+	return WEIR_PIPELINE_STOPPED;	/* keep the compiler quiet */
+}
+
+/* Whether the table in catalog_pipeline.h allows `from` -> `to`. */
+bool
+weir_pipeline_status_allowed(WeirPipelineStatus from, WeirPipelineStatus to)
+{
+	switch (to)
+	{
+		case WEIR_PIPELINE_STARTING:	/* weir.start */
+		case WEIR_PIPELINE_STOPPED: /* weir.stop */
+			return true;
+		case WEIR_PIPELINE_RUNNING:
+		case WEIR_PIPELINE_FAILED:
+			return from == WEIR_PIPELINE_STARTING || from == WEIR_PIPELINE_RUNNING ||
+				from == WEIR_PIPELINE_FAILED;
+		case WEIR_PIPELINE_OUT_OF_MEMORY:
+			return from == WEIR_PIPELINE_STARTING || from == WEIR_PIPELINE_RUNNING;
+	}
+	return false;
+}
+
 static char *
 get_text(int col, MemoryContext cxt)
 {
@@ -110,7 +156,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	if (!isnull)
 		row->join_upper = *DatumGetIntervalP(d);
 	row->join_kind = get_text(30, cxt);
-	row->status = get_text(31, cxt);
+	row->status = weir_pipeline_status_from_name(get_text(31, cxt));
 	row->names = NIL;
 	d = get_datum(32, &isnull);
 	if (!isnull)
@@ -166,7 +212,7 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	Oid			types[30] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
 		OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
-	INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID};
+	INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID, TEXTOID};
 	Datum		values[30];
 	char		nulls[30];
 	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(row->names), 1));
@@ -241,6 +287,9 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	else
 		memset(nulls + 22, 'n', 6);
 	values[28] = Int32GetDatum(row->nkeys);
+	values[29] = CStringGetTextDatum(weir_pipeline_status_name(row->enabled ?
+															   WEIR_PIPELINE_STARTING :
+															   WEIR_PIPELINE_STOPPED));
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -253,51 +302,88 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 					  "nkeys, status) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
-					  "$29, CASE WHEN $18 THEN 'starting' ELSE 'stopped' END) "
+					  "$29, $30) "
 					  "RETURNING id",
-					  29, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  30, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;
 }
 
+/*
+ * weir.start (enabled) and weir.stop: starting or stopped from any status
+ * (catalog_pipeline.h).
+ */
 void
 weir_catalog_pipeline_set_enabled(int32 id, bool enabled)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[2] = {INT4OID, BOOLOID};
-	Datum		values[2] = {Int32GetDatum(id), BoolGetDatum(enabled)};
+	Oid			types[3] = {INT4OID, BOOLOID, TEXTOID};
+	Datum		values[3];
 
+	values[0] = Int32GetDatum(id);
+	values[1] = BoolGetDatum(enabled);
+	values[2] = CStringGetTextDatum(weir_pipeline_status_name(enabled ?
+															  WEIR_PIPELINE_STARTING :
+															  WEIR_PIPELINE_STOPPED));
 	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("UPDATE weir.pipeline SET enabled = $2, "
-					  "status = CASE WHEN $2 THEN 'starting' ELSE 'stopped' END, "
+	weir_catalog_exec("UPDATE weir.pipeline SET enabled = $2, status = $3, "
 					  "last_error = CASE WHEN $2 THEN NULL ELSE last_error END "
 					  "WHERE id = $1",
-					  2, types, values, NULL, SPI_OK_UPDATE);
+					  3, types, values, NULL, SPI_OK_UPDATE);
 	weir_catalog_privileged_end(&p);
 }
 
-void
-weir_catalog_pipeline_set_status(int32 id, const char *status, const char *error,
+/*
+ * A worker's news about its pipeline: running, failed or out_of_memory,
+ * with the error for last_error (NULL: none), and with `disable` the
+ * pipeline disabled.  Applied only while the pipeline is enabled (and
+ * exists): one that weir.stop disabled meanwhile keeps its status.  The
+ * row is locked first, so the transition checked is the one made; a
+ * transition catalog_pipeline.h does not allow is an error.  Whether the
+ * status changed.  Needs a transaction.
+ */
+bool
+weir_catalog_pipeline_set_status(int32 id, WeirPipelineStatus status, const char *error,
 								 bool disable)
 {
 	WeirCatalogPrivilege p;
 	Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, BOOLOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		apply = false;
 
+	if (status != WEIR_PIPELINE_RUNNING && status != WEIR_PIPELINE_FAILED &&
+		status != WEIR_PIPELINE_OUT_OF_MEMORY)
+		elog(ERROR, "pipeline status \"%s\" is not a worker's to set",
+			 weir_pipeline_status_name(status));
 	values[0] = Int32GetDatum(id);
-	values[1] = CStringGetTextDatum(status);
+	values[1] = CStringGetTextDatum(weir_pipeline_status_name(status));
 	if (error)
 		values[2] = CStringGetTextDatum(error);
 	else
 		nulls[2] = 'n';
 	values[3] = BoolGetDatum(disable);
 	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("UPDATE weir.pipeline SET status = $2, last_error = $3, "
-					  "enabled = enabled AND NOT $4 WHERE id = $1",
-					  4, types, values, nulls, SPI_OK_UPDATE);
+	weir_catalog_exec("SELECT status, enabled FROM weir.pipeline WHERE id = $1 FOR UPDATE",
+					  1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		char	   *from = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		bool		isnull;
+		Datum		enabled = get_datum(2, &isnull);
+
+		apply = !isnull && DatumGetBool(enabled);
+		if (apply && !weir_pipeline_status_allowed(weir_pipeline_status_from_name(from), status))
+			elog(ERROR, "pipeline %d cannot go from status \"%s\" to \"%s\"",
+				 id, from, weir_pipeline_status_name(status));
+	}
+	if (apply)
+		weir_catalog_exec("UPDATE weir.pipeline SET status = $2, last_error = $3, "
+						  "enabled = enabled AND NOT $4 WHERE id = $1",
+						  4, types, values, nulls, SPI_OK_UPDATE);
 	weir_catalog_privileged_end(&p);
+	return apply;
 }
 
 void

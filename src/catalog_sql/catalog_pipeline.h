@@ -19,6 +19,53 @@
 
 #include "definition/definition.h"
 
+/*
+ * A pipeline's status: weir.pipeline.status holds weir_pipeline_status_name
+ * of it (the text tests and the weir.pipelines view compare).  The view
+ * shows 'running' whenever a worker holds the pipeline's slot, and
+ * 'starting' for an enabled pipeline whose status is neither failed nor
+ * out_of_memory, whatever the catalog says.
+ *
+ * enabled goes with the status: true in starting, running and failed after
+ * an error a restart may cure; false in stopped, out_of_memory and failed
+ * after an error it cannot (error_is_permanent in worker.c).
+ *
+ * Allowed transitions, and who makes them:
+ *
+ *	 (new)	   -> starting		weir.create_pipeline, create_dedup,
+ *								create_last_value, create_join,
+ *								create_projection (start => true)
+ *	 (new)	   -> stopped		the same (start => false)
+ *	 any	   -> starting		weir.start (enables; clears last_error)
+ *	 any	   -> stopped		weir.stop (disables)
+ *	 starting, running, failed
+ *			   -> running		the worker, restored, before its first round
+ *								(running: its predecessor ended without a
+ *								word, by a crash or a restart to move past a
+ *								record; failed: the launcher restarted it
+ *								after an error)
+ *	 starting, running, failed
+ *			   -> failed		the worker, on an error (disables it if the
+ *								error is permanent)
+ *	 starting, running
+ *			   -> out_of_memory	the worker, at max_state_memory (disables)
+ *
+ * The worker's transitions (weir_catalog_pipeline_set_status) apply only to
+ * an enabled pipeline: one that weir.stop (or the worker itself) disabled
+ * meanwhile keeps its status, as the worker will be stopped anyway.  Any
+ * other transition is an error.  The launcher writes no status: it starts
+ * workers of enabled pipelines (with back-off after failures) and stops the
+ * others.  Dropping a pipeline deletes its row.
+ */
+typedef enum WeirPipelineStatus
+{
+	WEIR_PIPELINE_STOPPED,
+	WEIR_PIPELINE_STARTING,
+	WEIR_PIPELINE_RUNNING,
+	WEIR_PIPELINE_FAILED,
+	WEIR_PIPELINE_OUT_OF_MEMORY
+} WeirPipelineStatus;
+
 typedef struct WeirPipelineRow
 {
 	int32		id;
@@ -56,14 +103,18 @@ typedef struct WeirPipelineRow
 	Interval	join_lower;
 	Interval	join_upper;
 	char	   *join_kind;		/* "inner" or "left" */
-	char	   *status;			/* as read; not written by insert */
+	WeirPipelineStatus status;	/* as read; insert writes starting or
+								 * stopped, as enabled says */
 } WeirPipelineRow;
 
 extern int32 weir_catalog_pipeline_insert(WeirPipelineRow *row);
 extern bool weir_catalog_pipeline_by_name(const char *name, WeirPipelineRow *row);
 extern bool weir_catalog_pipeline_by_id(int32 id, WeirPipelineRow *row);
 extern void weir_catalog_pipeline_set_enabled(int32 id, bool enabled);
-extern void weir_catalog_pipeline_set_status(int32 id, const char *status,
+extern const char *weir_pipeline_status_name(WeirPipelineStatus status);
+extern WeirPipelineStatus weir_pipeline_status_from_name(const char *name);
+extern bool weir_pipeline_status_allowed(WeirPipelineStatus from, WeirPipelineStatus to);
+extern bool weir_catalog_pipeline_set_status(int32 id, WeirPipelineStatus status,
 											 const char *error, bool disable);
 extern void weir_catalog_pipeline_delete(int32 id);
 extern bool weir_catalog_pipeline_delete_by_definition(Oid definition);

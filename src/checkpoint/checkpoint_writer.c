@@ -78,6 +78,7 @@ typedef struct WriterShared
 	slock_t		mutex;
 	int32		pipeline_id;
 	Oid			dboid;
+	uint64		worker_generation;	/* the worker it writes for (shmem.h) */
 	Latch	   *worker_latch;	/* set when a checkpoint commits or fails */
 	int64		committed;		/* last checkpoint committed; under mutex */
 	WeirCheckpointResult result;	/* of it; under mutex */
@@ -165,6 +166,7 @@ weir_writer_start(const WeirPipelineRow *row, WeirPipelineSlot *slot, int64 chec
 	SpinLockInit(&link->shared->mutex);
 	link->shared->pipeline_id = row->id;
 	link->shared->dboid = MyDatabaseId;
+	link->shared->worker_generation = weir_shmem_pipeline_generation(slot);
 	link->shared->worker_latch = &MyProc->procLatch;
 	link->shared->committed = link->sent = link->acked = checkpoint_id;
 	mq = shm_mq_create((char *) link->shared + WRITER_SHARED_BYTES, WRITER_QUEUE_BYTES);
@@ -375,7 +377,8 @@ writer_committed(WeirCheckpointResult *res)
 	writer_shared->committed = res->checkpoint_id;
 	writer_shared->result = *res;
 	SpinLockRelease(&writer_shared->mutex);
-	weir_shmem_checkpoint_committed(writer->slot, res->checkpoint_id, res->served);
+	(void) weir_shmem_checkpoint_committed_for(writer->slot, writer_shared->worker_generation,
+											   res->checkpoint_id, res->served);
 	SetLatch(writer_shared->worker_latch);
 }
 

@@ -21,8 +21,9 @@
  *	chunks_deleted		bytes of chunks the committed checkpoint deleted
  *	restore				state from the last checkpoint's chunks: entries and
  *						bytes restored; *owes_rows: the state owes the sink
- *						rows already (keys that expired since) (slot lock
- *						held exclusively; in a transaction)
+ *						rows already (keys that expired since) (in a
+ *						transaction; before the store is published in the
+ *						pipeline slot, so no reader sees it yet)
  *	pending_sink_rows	about how many rows the next checkpoint writes
  *	held_entries		expired entries that wait for the next checkpoint
  *

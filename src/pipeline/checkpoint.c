@@ -184,9 +184,8 @@ weir_checkpoint_restore(WeirWorker *w)
 	weir_catalog_load_positions(w->row.id, w->partitions, w->pos, w->max_event_time);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
 	w->watermark = watermark;
-	LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
+	/* without the slot's lock: readers find the store once restored (worker.c) */
 	entries = w->op->ops->restore(w->op, w->row.id, watermark, &bytes, &owes_rows);
-	LWLockRelease(&w->slot->lock);
 	if (owes_rows)
 		w->changed = true;
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;

@@ -223,18 +223,11 @@ start_worker(Managed *m, TimestampTz now)
 static void
 note_exit(Managed *m, TimestampTz now)
 {
-	WeirPipelineSlot *slot = weir_shmem_pipeline(m->pipeline_id, false);
-	bool		restart_now = false;
-
-	/* a worker that moves past a record (skip.c) asks for no back-off */
-	if (slot)
-	{
-		SpinLockAcquire(&slot->mutex);
-		restart_now = slot->restart_now;
-		slot->restart_now = false;
-		SpinLockRelease(&slot->mutex);
-	}
-	if (restart_now)
+	/*
+	 * A worker that moves past a record (skip.c) asks for no back-off.  It
+	 * has given its slot back by now: the request outlives that.
+	 */
+	if (weir_shmem_take_restart_now(m->pipeline_id))
 	{
 		m->next_start = now;
 		pfree(m->handle);

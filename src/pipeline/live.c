@@ -6,7 +6,8 @@
  *	  of its last checkpoint, read from its chunks.
  *
  * The reader attaches to the area whose handle the pipeline slot
- * publishes, holds the slot's lock shared (the worker holds it exclusively
+ * publishes (once its worker has restored its checkpoint: until then, no
+ * rows), holds the slot's lock shared (the worker holds it exclusively
  * while it applies a batch, fires windows or checkpoints), copies the
  * windows out, releases the lock, detaches, and only then decodes keys and
  * computes aggregate values with the pipeline's plan.  What it returns is
@@ -185,11 +186,15 @@ weir_live_state(PG_FUNCTION_ARGS)
 	pg_atomic_fetch_add_u32(&slot->readers_waiting, 1);
 	LWLockAcquire(&slot->lock, LW_SHARED);
 	pg_atomic_fetch_sub_u32(&slot->readers_waiting, 1);
-	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root))
+	/* the slot may have changed hands since it was looked up */
+	if (slot->area == DSM_HANDLE_INVALID || !DsaPointerIsValid(slot->root) ||
+		!weir_shmem_pipeline_is(slot, row.id))
 	{
 		LWLockRelease(&slot->lock);
 		weir_act_as_end(&as);
-		return (Datum) 0;		/* not running: see weir.committed_state */
+		return (Datum) 0;		/* not running, or still restoring (the
+								 * worker publishes its store once
+								 * restored): see weir.committed_state */
 	}
 	area = dsa_attach(slot->area);
 	root = dsa_get_address(area, slot->root);

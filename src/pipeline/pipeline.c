@@ -31,7 +31,6 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
-#include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -722,79 +721,97 @@ weir_forget_definition(PG_FUNCTION_ARGS)
 }
 
 /*
- * Wait for the pipeline's worker (one just created or started may not have
- * it yet) and take a checkpoint ticket from it; returns its pid.
+ * Milliseconds from now to `deadline`, rounded up (a sleep never ends
+ * before it), at least 0; at most INT_MAX, what a latch wait takes (a
+ * longer wait sleeps again).
  */
-static int
-wait_for_worker(WeirPipelineSlot **slot, WeirPipelineRow *row, const char *name,
-				TimestampTz deadline, int64 *ticket)
+static long
+ms_until(TimestampTz deadline)
 {
-	int			pid = 0;
-	Latch	   *latch = NULL;
+	TimestampTz now = GetCurrentTimestamp();
 
+	if (now >= deadline)
+		return 0;
+	return (long) Min((deadline - now + 999) / 1000, (TimestampTz) INT_MAX);
+}
+
+/*
+ * Wait for the pipeline's worker (one just created or started may not have
+ * it yet) and take a checkpoint ticket from it: its slot, with *generation
+ * (which worker took the ticket) and *ticket.  Waits on WeirShmem's
+ * pipelines_cv, broadcast whenever a worker claims or leaves a slot, until
+ * the deadline.
+ */
+static WeirPipelineSlot *
+wait_for_worker(WeirPipelineRow *row, const char *name, TimestampTz deadline,
+				uint64 *generation, int64 *ticket)
+{
+	ConditionVariable *cv = &weir_shmem()->pipelines_cv;
+	WeirPipelineSlot *slot;
+
+	/* before looking: a claim after the look wakes the sleep below */
+	ConditionVariablePrepareToSleep(cv);
 	for (;;)
 	{
-		/* looked up each time: a slot is given back when its worker exits */
-		*slot = weir_shmem_pipeline(row->id, false);
-		if (*slot)
-		{
-			SpinLockAcquire(&(*slot)->mutex);
-			pid = (*slot)->pid;
-			latch = (*slot)->latch;
-			if (pid != 0)
-				*ticket = ++(*slot)->checkpoint_requested;
-			SpinLockRelease(&(*slot)->mutex);
-		}
-		if (pid != 0 || !row->enabled || GetCurrentTimestamp() >= deadline)
+		long		ms;
+
+		slot = weir_shmem_checkpoint_ticket(row->id, generation, ticket);
+		if (slot != NULL || !row->enabled)
 			break;
-		CHECK_FOR_INTERRUPTS();
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		ms = ms_until(deadline);
+		if (ms <= 0)
+			break;
+		(void) ConditionVariableTimedSleep(cv, ms, PG_WAIT_EXTENSION);
 	}
-	if (pid == 0)
+	ConditionVariableCancelSleep();
+	if (slot == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pipeline \"%s\" is not running", name),
 				 errhint("Start it with weir.start(), and see weir.pipelines for its status.")));
-	SetLatch(latch);
-	return pid;
+	return slot;
 }
 
 /*
- * Wait until worker `pid` served `ticket`: true, with the checkpoint's id;
- * false if that worker exited first.
+ * Wait until the worker of `generation` served `ticket`: true, with the
+ * checkpoint's id; false if that worker left its slot first.  Waits on the
+ * slot's checkpoint_cv, broadcast at each checkpoint and when the worker
+ * leaves, until the deadline.
  */
 static bool
-ticket_served(WeirPipelineSlot *slot, int pid, int64 ticket, TimestampTz deadline,
+ticket_served(WeirPipelineSlot *slot, uint64 generation, int64 ticket, TimestampTz deadline,
 			  const char *name, int64 *checkpoint_id)
 {
 	bool		served_it = false;
 
+	/* before looking: a broadcast after the look wakes the sleep below */
 	ConditionVariablePrepareToSleep(&slot->checkpoint_cv);
 	for (;;)
 	{
 		int64		served;
-		int			now_pid;
+		uint64		now_generation;
+		long		ms;
 
 		SpinLockAcquire(&slot->mutex);
 		served = slot->checkpoint_served;
 		*checkpoint_id = slot->checkpoint_id;
-		now_pid = slot->pid;
+		now_generation = slot->generation;
 		SpinLockRelease(&slot->mutex);
-		if (served >= ticket)
+		/* served by that worker, even if it has left since */
+		if (weir_shmem_counters_of(now_generation, generation) && served >= ticket)
 		{
 			served_it = true;
 			break;
 		}
-		if (now_pid != pid)
+		if (now_generation != generation)
 			break;
-		if (GetCurrentTimestamp() >= deadline)
+		ms = ms_until(deadline);
+		if (ms <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_QUERY_CANCELED),
 					 errmsg("pipeline \"%s\" took no checkpoint within the timeout", name),
 					 errhint("See lag_rows in weir.pipelines; pass a longer timeout.")));
-		ConditionVariableTimedSleep(&slot->checkpoint_cv, 100, PG_WAIT_EXTENSION);
+		(void) ConditionVariableTimedSleep(&slot->checkpoint_cv, ms, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
 	return served_it;
@@ -815,16 +832,16 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 	char	   *name = pipeline_arg(fcinfo);
 	int64		timeout_us = weir_interval_usecs(required_interval(fcinfo, 1, "timeout"), "timeout");
 	WeirPipelineRow row = weir_pipeline_for_owner(name);
-	WeirPipelineSlot *slot;
 	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
-	int64		ticket = 0;
 	int64		checkpoint_id = 0;
 
 	for (;;)
 	{
-		int			pid = wait_for_worker(&slot, &row, name, deadline, &ticket);
+		uint64		generation;
+		int64		ticket;
+		WeirPipelineSlot *slot = wait_for_worker(&row, name, deadline, &generation, &ticket);
 
-		if (ticket_served(slot, pid, ticket, deadline, name, &checkpoint_id))
+		if (ticket_served(slot, generation, ticket, deadline, name, &checkpoint_id))
 			break;
 
 		/*
@@ -834,7 +851,7 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 		 * ticket, which covers the same rows and more.
 		 */
 		if (!weir_catalog_pipeline_by_id(row.id, &row) || !row.enabled ||
-			strcmp(row.status, "failed") == 0 || strcmp(row.status, "out_of_memory") == 0)
+			row.status == WEIR_PIPELINE_FAILED || row.status == WEIR_PIPELINE_OUT_OF_MEMORY)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("pipeline \"%s\" stopped before its checkpoint", name),

@@ -72,7 +72,7 @@ typedef struct ReadAheadShared
 	slock_t		mutex;
 	int32		pipeline_id;
 	Oid			dboid;
-	int			worker_pid;		/* the worker it reads for */
+	uint64		worker_generation;	/* the worker it reads for (shmem.h) */
 	Latch	   *reader_latch;	/* the process's, once attached; under mutex */
 	bool		wake;			/* a round is wanted at once; under mutex */
 	int32		partitions;
@@ -350,15 +350,15 @@ weir_read_ahead_main(Datum main_arg)
 	{
 		RoundEnd	end = {MSG_ROUND_END, false, 0, 0, 0};
 		MemoryContext oldcxt = CurrentMemoryContext;
-		int			worker_pid;
+		uint64		generation;
 
 		CHECK_FOR_INTERRUPTS();
 		/* requests made before this round's bounds are covered by it */
 		SpinLockAcquire(&slot->mutex);
 		end.tickets = slot->checkpoint_requested;
-		worker_pid = slot->pid;
+		generation = slot->generation;
 		SpinLockRelease(&slot->mutex);
-		if (worker_pid != shared->worker_pid)
+		if (generation != shared->worker_generation)
 			proc_exit(0);		/* its worker is gone (its pipeline may be) */
 		PG_TRY();
 		{
@@ -376,9 +376,9 @@ weir_read_ahead_main(Datum main_arg)
 			 * error is logged, and the worker, reading itself, meets it.
 			 */
 			SpinLockAcquire(&slot->mutex);
-			worker_pid = slot->pid;
+			generation = slot->generation;
 			SpinLockRelease(&slot->mutex);
-			if (worker_pid == shared->worker_pid)
+			if (generation == shared->worker_generation)
 				PG_RE_THROW();
 			HOLD_INTERRUPTS();
 			MemoryContextSwitchTo(oldcxt);
@@ -454,7 +454,7 @@ weir_read_ahead_start(WeirWorker *w, int pipelines)
 	ra->shared->pipeline_id = w->row.id;
 	ra->shared->dboid = MyDatabaseId;
 	ra->shared->partitions = w->partitions;
-	ra->shared->worker_pid = MyProcPid;
+	ra->shared->worker_generation = weir_shmem_pipeline_generation(w->slot);
 	memcpy(ra->shared->positions, w->pos, sizeof(int64) * w->partitions);
 	mq = shm_mq_create((char *) ra->shared + shared_bytes, READ_AHEAD_QUEUE_BYTES);
 	shm_mq_set_receiver(mq, MyProc);

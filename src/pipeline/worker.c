@@ -110,23 +110,8 @@ worker_detach(int code, Datum arg)
 	slot->area = DSM_HANDLE_INVALID;
 	slot->root = InvalidDsaPointer;
 	LWLockRelease(&slot->lock);
-	SpinLockAcquire(&slot->mutex);
-	slot->pid = 0;
-	slot->writer_pid = 0;		/* the writer exits with its worker */
-	slot->reader_pid = 0;		/* and so does the read-ahead process */
-	slot->latch = NULL;
-	SpinLockRelease(&slot->mutex);
-	ConditionVariableBroadcast(&slot->checkpoint_cv);
-	/* give the slot back: a pipeline without a worker needs none */
-	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
-	slot->has_writer = false;
-	slot->has_reader = false;
-	SpinLockAcquire(&slot->mutex);
-	if (slot->pid == 0)
-		slot->dboid = InvalidOid;
-	SpinLockRelease(&slot->mutex);
-	LWLockRelease(weir_shmem()->lock);
-	weir_shmem_wake_launcher();
+	/* the slot goes back; waiters and the launcher are told */
+	weir_shmem_release_pipeline(slot);
 }
 
 static void
@@ -912,7 +897,7 @@ stop_out_of_memory(WeirWorker *w)
 									   w->row.name, w->row.max_state_memory));
 	AbortCurrentTransaction();
 	begin_round();
-	weir_catalog_pipeline_set_status(w->row.id, "out_of_memory", msg, true);
+	(void) weir_catalog_pipeline_set_status(w->row.id, WEIR_PIPELINE_OUT_OF_MEMORY, msg, true);
 	end_round();
 	ereport(LOG,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -1325,6 +1310,7 @@ weir_worker_main(Datum main_arg)
 	WeirPipelineSlot *slot;
 	ErrorContextCallback errcallback;
 	int			pipelines;
+	int			holder;
 
 	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -1334,35 +1320,24 @@ weir_worker_main(Datum main_arg)
 
 	PG_TRY();
 	{
-		slot = weir_shmem_pipeline(id, true);
+		slot = weir_shmem_claim_pipeline(id, &holder);
+		if (slot == NULL && holder != 0)
+		{
+			/* a launcher that restarted does not know its predecessor's workers */
+			ereport(LOG,
+					(errmsg("weir pipeline %d already has a worker (PID %d)", id, holder)));
+			proc_exit(0);
+		}
 		if (slot == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("too many pipelines running"),
 					 errhint("Raise weir.max_pipelines (and max_worker_processes) and restart the server.")));
-		SpinLockAcquire(&slot->mutex);
-		if (slot->pid != 0)
-		{
-			int			other = slot->pid;
-
-			SpinLockRelease(&slot->mutex);
-			/* a launcher that restarted does not know its predecessor's workers */
-			ereport(LOG,
-					(errmsg("weir pipeline %d already has a worker (PID %d)", id, other)));
-			proc_exit(0);
-		}
-		slot->pid = MyProcPid;
-		slot->latch = &MyProc->procLatch;
-		SpinLockRelease(&slot->mutex);
 		before_shmem_exit(worker_detach, PointerGetDatum(slot));
 
 		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
 		weir_agg_set_user_code_lock(&slot->lock);
 		worker = setup(id, slot);
-		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
-		slot->area = dsa_get_handle(worker->area);
-		slot->root = worker->store->root_dp;
-		LWLockRelease(&slot->lock);
 		errcallback.callback = worker_error_context;
 		errcallback.arg = worker;
 		errcallback.previous = error_context_stack;
@@ -1373,6 +1348,11 @@ weir_worker_main(Datum main_arg)
 		weir_writer_wait_for_predecessor(id);
 		end_round();
 		weir_checkpoint_restore(worker);
+		/* restored: weir.live_state may read the store from now on */
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+		slot->area = dsa_get_handle(worker->area);
+		slot->root = worker->store->root_dp;
+		LWLockRelease(&slot->lock);
 		begin_round();
 		pipelines = list_length(weir_catalog_enabled_pipelines());
 		end_round();
@@ -1381,7 +1361,7 @@ weir_worker_main(Datum main_arg)
 		worker->read_ahead = weir_read_ahead_start(worker, pipelines);
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
 		begin_round();
-		weir_catalog_pipeline_set_status(id, "running", NULL, false);
+		(void) weir_catalog_pipeline_set_status(id, WEIR_PIPELINE_RUNNING, NULL, false);
 		end_round();
 		run(worker);
 	}
@@ -1420,8 +1400,8 @@ weir_worker_main(Datum main_arg)
 		}
 		/* record why, so that weir.pipelines can say it, and where */
 		begin_round();
-		weir_catalog_pipeline_set_status(id, "failed", failure_message(edata),
-										 error_is_permanent(edata->sqlerrcode));
+		(void) weir_catalog_pipeline_set_status(id, WEIR_PIPELINE_FAILED, failure_message(edata),
+												error_is_permanent(edata->sqlerrcode));
 		end_round();
 		proc_exit(1);
 	}
