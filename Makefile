@@ -13,6 +13,8 @@ OBJS = \
 	src/topic/reader.o \
 	src/topic/topic_read.o \
 	src/pipeline/read_ahead.o \
+	src/pipeline/reading.o \
+	src/source/topic_source.o \
 	src/base/process_memory.o \
 	src/topic/consumer.o \
 	src/catalog_sql/catalog.o \

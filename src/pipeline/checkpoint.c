@@ -60,16 +60,16 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 	weir_column_init(&pos[0], INT4OID);
 	weir_column_init(&pos[1], INT8OID);
 	weir_column_init(&pos[2], TIMESTAMPTZOID);
-	for (int p = 0; p < w->partitions; p++)
+	for (int p = 0; p < w->in.partitions; p++)
 	{
 		weir_column_add(&pos[0], Int32GetDatum(p), false);
-		weir_column_add(&pos[1], Int64GetDatum(w->pos[p]), false);
-		weir_column_add(&pos[2], TimestampTzGetDatum(w->max_event_time[p]),
-						w->max_event_time[p] == DT_NOBEGIN);
+		weir_column_add(&pos[1], Int64GetDatum(w->in.pos[p]), false);
+		weir_column_add(&pos[2], TimestampTzGetDatum(w->in.max_event_time[p]),
+						w->in.max_event_time[p] == DT_NOBEGIN);
 	}
 	weir_package_add_columns(pkg, WEIR_PKG_POSITIONS, InvalidOid, pos, 3);
 	/* dead letters, one write per source (a join has two) */
-	for (int s = 0; s < w->nsides && w->dead != NIL; s++)
+	for (int s = 0; s < w->in.nsides && w->dead != NIL; s++)
 	{
 		WeirColumn	d[4];
 
@@ -78,7 +78,7 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 		{
 			WeirDeadLetter *dl = lfirst(lc);
 
-			if (dl->source != w->sides[s].source)
+			if (dl->source != w->in.sides[s].source)
 				continue;
 			weir_column_add(&d[0], Int32GetDatum(dl->part), false);
 			weir_column_add(&d[1], Int64GetDatum(dl->position), false);
@@ -87,7 +87,7 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 							false);
 		}
 		if (d[0].n > 0)
-			weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->sides[s].source, d, 4);
+			weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->in.sides[s].source, d, 4);
 	}
 	list_free_deep(w->dead);
 	w->dead = NIL;
@@ -104,7 +104,7 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 			weir_column_add(&l[0], Int32GetDatum((int32) late[0]), false);
 			weir_column_add(&l[1], Int64GetDatum(late[1]), false);
 		}
-		weir_package_add_late(pkg, w->row.late_records, l, w->watermark);
+		weir_package_add_late(pkg, w->in.row.late_records, l, w->watermark);
 		list_free_deep(w->late);
 		w->late = NIL;
 	}
@@ -125,10 +125,10 @@ weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackag
 	WeirPackageHeader *h;
 
 	/* a pipeline dropped (or replaced under the same id) ends its worker */
-	if (!weir_checkpoint_pipeline_exists(&w->row))
+	if (!weir_checkpoint_pipeline_exists(&w->in.row))
 	{
 		ereport(LOG,
-				(errmsg("weir pipeline \"%s\" was dropped; its worker exits", w->row.name)));
+				(errmsg("weir pipeline \"%s\" was dropped; its worker exits", w->in.row.name)));
 		proc_exit(0);
 	}
 
@@ -180,19 +180,19 @@ weir_checkpoint_restore(WeirWorker *w)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	MemoryContextSwitchTo(w->cxt);
-	weir_catalog_load_positions(w->row.id, w->partitions, w->pos, w->max_event_time);
-	w->checkpoint_id = weir_catalog_last_checkpoint(w->row.id, &watermark);
+	MemoryContextSwitchTo(w->in.cxt);
+	weir_catalog_load_positions(w->in.row.id, w->in.partitions, w->in.pos, w->in.max_event_time);
+	w->checkpoint_id = weir_catalog_last_checkpoint(w->in.row.id, &watermark);
 	w->watermark = watermark;
 	/* without the slot's lock: readers find the store once restored (worker.c) */
-	entries = w->op->ops->restore(w->op, w->row.id, watermark, &bytes, &owes_rows);
+	entries = w->op->ops->restore(w->op, w->in.row.id, watermark, &bytes, &owes_rows);
 	if (owes_rows)
 		w->changed = true;
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
-	weir_catalog_write_restore(w->row.id, w->checkpoint_id, ms, bytes, entries);
+	weir_catalog_write_restore(w->in.row.id, w->checkpoint_id, ms, bytes, entries);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	MemoryContextSwitchTo(w->cxt);
+	MemoryContextSwitchTo(w->in.cxt);
 
 	SpinLockAcquire(&w->slot->mutex);
 	w->slot->checkpoint_id = w->checkpoint_id;
@@ -200,6 +200,6 @@ weir_checkpoint_restore(WeirWorker *w)
 	SpinLockRelease(&w->slot->mutex);
 	ereport(LOG,
 			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " %s, " INT64_FORMAT " bytes",
-					w->row.name, w->checkpoint_id, ms, entries,
+					w->in.row.name, w->checkpoint_id, ms, entries,
 					w->op->ops->state_noun, bytes)));
 }

@@ -198,7 +198,13 @@ weir_live_state(PG_FUNCTION_ARGS)
 	}
 	area = dsa_attach(slot->area);
 	root = dsa_get_address(area, slot->root);
-	if (root->state_size == plan->state_size)
+	/*
+	 * The store is the one the plan describes: a window's states are the
+	 * plan's aggregates; a keyed entry's state, its operator's, starts with
+	 * its time (state/keyed.h).
+	 */
+	if (plan->op == WEIR_OP_WINDOW ? root->state_size == plan->state_size :
+		root->state_size >= sizeof(TimestampTz))
 	{
 		dsa_pointer *slots = dsa_get_address(area, root->slots);
 

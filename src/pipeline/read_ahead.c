@@ -9,7 +9,7 @@
  * core is mostly idle.  When its pipeline reads ahead (weir.read_ahead:
  * weir_reads_ahead), a worker starts this process once it has restored,
  * handing it the positions it restored.  The
- * process reads rounds exactly as the worker would (weir_worker_read_round:
+ * process reads rounds exactly as the worker would (weir_reading_round:
  * the same bounds, snapshot, batches, subtransactions, dead letters) and
  * sends each evaluated partition group over a shm_mq; the worker applies
  * each group as it comes, as if it had read it, and moves its positions
@@ -84,6 +84,10 @@ typedef struct ReadAheadShared
 
 struct WeirReadAhead
 {
+	WeirReading *rd;			/* the worker's: groups taken go into its batch */
+	WeirPipelineSlot *slot;		/* the worker's */
+	WeirGroupDone apply;		/* what becomes of a group taken */
+	void	   *apply_arg;
 	dsm_segment *seg;
 	ReadAheadShared *shared;
 	shm_mq_handle *mqh;
@@ -184,11 +188,11 @@ value_sizes(WeirSide *side, Datum *values, bool *nulls, Size *sizes)
 
 /* Append one evaluated row, all of it reserved at once. */
 static void
-put_row(StringInfo buf, WeirWorker *w, WeirEvalRow *r, Size *sizes)
+put_row(StringInfo buf, WeirReading *rd, WeirEvalRow *r, Size *sizes)
 {
-	WeirSide   *side = w->side;
-	Datum	   *values = &w->batch_values[r->args * w->batch_stride];
-	bool	   *nulls = &w->batch_nulls[r->args * w->batch_stride];
+	WeirSide   *side = rd->side;
+	Datum	   *values = &rd->batch_values[r->args * rd->batch_stride];
+	bool	   *nulls = &rd->batch_nulls[r->args * rd->batch_stride];
 	Size		bytes = sizeof(RowHead) + MAXALIGN(r->keylen);
 	size_t		elen = 0;
 	size_t		rlen = 0;
@@ -212,7 +216,7 @@ put_row(StringInfo buf, WeirWorker *w, WeirEvalRow *r, Size *sizes)
 		memcpy(p, &rh, sizeof(rh));
 		p += sizeof(rh);
 	}
-	memcpy(p, w->batch_keys.data + r->keyoff, r->keylen);
+	memcpy(p, rd->batch_keys.data + r->keyoff, r->keylen);
 	p += MAXALIGN(r->keylen);
 	if (r->kind == WEIR_ROW_OK)
 	{
@@ -249,29 +253,29 @@ put_row(StringInfo buf, WeirWorker *w, WeirEvalRow *r, Size *sizes)
 }
 
 /*
- * weir_worker_read_round's `done`: send the group, a partition a message
+ * weir_reading_round's `done`: send the group, a partition a message
  * (the worker starts applying the first while the next is written), and
  * move on past it.
  */
 static void
-send_group(WeirWorker *w, void *arg)
+send_group(WeirReading *rd, void *arg)
 {
 	Sender	   *sender = arg;
 	StringInfo	buf = &sender->buf;
-	WeirSide   *side = w->side;
+	WeirSide   *side = rd->side;
 
-	for (int g = 0; g < w->ngroup; g++)
+	for (int g = 0; g < rd->ngroup; g++)
 	{
-		GroupHead	head = {MSG_GROUP, side == &w->sides[0] ? 0 : 1, w->group_first + g, 1};
-		GroupPart	part = {w->ranges[g].max_position, w->group_nbatch[g], 0};
+		GroupHead	head = {MSG_GROUP, side == &rd->sides[0] ? 0 : 1, rd->group_first + g, 1};
+		GroupPart	part = {rd->ranges[g].max_position, rd->group_nbatch[g], 0};
 
 		resetStringInfo(buf);
 		appendBinaryStringInfo(buf, (char *) &head, sizeof(head));
 		appendBinaryStringInfo(buf, (char *) &part, sizeof(part));
-		for (int b = 0; b < w->group_nbatch[g]; b++)
-			put_row(buf, w, &w->batch[g * WEIR_BATCH_ROWS + b], sender->sizes);
+		for (int b = 0; b < rd->group_nbatch[g]; b++)
+			put_row(buf, rd, &rd->batch[g * WEIR_BATCH_ROWS + b], sender->sizes);
 		send_or_exit(sender->mqh, buf->data, buf->len);
-		w->pos[side->first + w->group_first + g] = w->ranges[g].max_position;
+		rd->pos[side->first + rd->group_first + g] = rd->ranges[g].max_position;
 	}
 }
 
@@ -309,7 +313,7 @@ weir_read_ahead_main(Datum main_arg)
 	dsm_segment *seg;
 	ReadAheadShared *shared;
 	shm_mq	   *mq;
-	WeirWorker *w;
+	WeirReading *rd;
 	WeirPipelineSlot *slot;
 	Sender		sender;
 	long		idle_ms;
@@ -327,13 +331,16 @@ weir_read_ahead_main(Datum main_arg)
 	shm_mq_set_sender(mq, MyProc);
 	sender.mqh = shm_mq_attach(mq, seg, NULL);
 
-	w = weir_worker_setup_reading(shared->pipeline_id);
-	if (w->partitions != shared->partitions)
+	rd = palloc0(sizeof(WeirReading));
+	weir_reading_setup(rd, shared->pipeline_id,
+					   AllocSetContextCreate(TopMemoryContext, "weir read-ahead",
+											 ALLOCSET_DEFAULT_SIZES));
+	if (rd->partitions != shared->partitions)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the sources of pipeline \"%s\" changed under its read-ahead process",
-						w->row.name)));
-	memcpy(w->pos, shared->positions, sizeof(int64) * w->partitions);
+						rd->row.name)));
+	memcpy(rd->pos, shared->positions, sizeof(int64) * rd->partitions);
 	slot = weir_shmem_pipeline(shared->pipeline_id, false);
 	if (slot == NULL)
 		proc_exit(0);			/* the worker gave its slot back: gone */
@@ -341,9 +348,9 @@ weir_read_ahead_main(Datum main_arg)
 	shared->reader_latch = &MyProc->procLatch;
 	SpinLockRelease(&shared->mutex);
 	initStringInfo(&sender.buf);
-	sender.sizes = palloc0(sizeof(Size) * Max(w->batch_stride, 1));
+	sender.sizes = palloc0(sizeof(Size) * Max(rd->batch_stride, 1));
 	idle_ms = Min(READ_AHEAD_IDLE_MS,
-				  weir_interval_usecs(&w->row.checkpoint_interval, "checkpoint_interval") / 1000);
+				  weir_interval_usecs(&rd->row.checkpoint_interval, "checkpoint_interval") / 1000);
 	idle_ms = Max(idle_ms, 1);
 
 	for (;;)
@@ -362,11 +369,11 @@ weir_read_ahead_main(Datum main_arg)
 			proc_exit(0);		/* its worker is gone (its pipeline may be) */
 		PG_TRY();
 		{
-			weir_worker_begin_round();
+			weir_round_begin();
 			pgstat_report_activity(STATE_RUNNING, "weir: reading ahead");
-			end.got = weir_worker_read_round(w, weir_clock_now(), &end.lag, &end.caught_up,
-											 send_group, &sender);
-			weir_worker_end_round();
+			end.got = weir_reading_round(rd, weir_clock_now(), &end.lag, &end.caught_up,
+										 send_group, &sender);
+			weir_round_end();
 		}
 		PG_CATCH();
 		{
@@ -425,37 +432,42 @@ weir_reads_ahead(WeirOperatorKind op)
  * reads itself.  Allocates in the worker's context; needs no transaction.
  */
 WeirReadAhead *
-weir_read_ahead_start(WeirWorker *w, int pipelines)
+weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
+					  WeirGroupDone apply, void *apply_arg)
 {
 	MemoryContext oldcxt;
 	WeirReadAhead *ra;
 	BackgroundWorker bgw;
-	Size		shared_bytes = SHARED_BYTES(w->partitions);
+	Size		shared_bytes = SHARED_BYTES(rd->partitions);
 	shm_mq	   *mq;
 	pid_t		pid;
 
-	if (!weir_reads_ahead(w->plan->op))
+	if (!weir_reads_ahead(rd->plan->op))
 		return NULL;
-	if (!weir_shmem_reserve_helper(&w->slot->has_reader, pipelines))
+	if (!weir_shmem_reserve_helper(&slot->has_reader, pipelines))
 	{
 		ereport(LOG,
 				(errmsg("weir pipeline \"%s\" reads its sources itself: no background worker slot to spare for a read-ahead process",
-						w->row.name),
+						rd->row.name),
 				 errhint("Raise max_worker_processes: with weir.read_ahead a running pipeline takes three background workers.")));
 		return NULL;
 	}
-	oldcxt = MemoryContextSwitchTo(w->cxt);
+	oldcxt = MemoryContextSwitchTo(rd->cxt);
 	ra = palloc0(sizeof(WeirReadAhead));
+	ra->rd = rd;
+	ra->slot = slot;
+	ra->apply = apply;
+	ra->apply_arg = apply_arg;
 	ra->seg = dsm_create(shared_bytes + READ_AHEAD_QUEUE_BYTES, 0);
 	dsm_pin_mapping(ra->seg);
 	ra->shared = dsm_segment_address(ra->seg);
 	memset(ra->shared, 0, shared_bytes);
 	SpinLockInit(&ra->shared->mutex);
-	ra->shared->pipeline_id = w->row.id;
+	ra->shared->pipeline_id = rd->row.id;
 	ra->shared->dboid = MyDatabaseId;
-	ra->shared->partitions = w->partitions;
-	ra->shared->worker_generation = weir_shmem_pipeline_generation(w->slot);
-	memcpy(ra->shared->positions, w->pos, sizeof(int64) * w->partitions);
+	ra->shared->partitions = rd->partitions;
+	ra->shared->worker_generation = weir_shmem_pipeline_generation(slot);
+	memcpy(ra->shared->positions, rd->pos, sizeof(int64) * rd->partitions);
 	mq = shm_mq_create((char *) ra->shared + shared_bytes, READ_AHEAD_QUEUE_BYTES);
 	shm_mq_set_receiver(mq, MyProc);
 
@@ -465,7 +477,7 @@ weir_read_ahead_start(WeirWorker *w, int pipelines)
 	bgw.bgw_restart_time = BGW_NEVER_RESTART;	/* its worker reads itself then */
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "weir");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "weir_read_ahead_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "weir read-ahead for pipeline %s", w->row.name);
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "weir read-ahead for pipeline %s", rd->row.name);
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "weir read-ahead");
 	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(ra->seg));
 	bgw.bgw_notify_pid = MyProcPid;
@@ -475,10 +487,10 @@ weir_read_ahead_start(WeirWorker *w, int pipelines)
 		ereport(LOG,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("weir pipeline \"%s\" could not start its read-ahead process; its worker reads itself",
-						w->row.name),
+						rd->row.name),
 				 errhint("Raise max_worker_processes: with weir.read_ahead a running pipeline takes three background workers.")));
 		dsm_detach(ra->seg);
-		weir_shmem_release_helper(&w->slot->has_reader);
+		weir_shmem_release_helper(&slot->has_reader);
 		pfree(ra);
 		MemoryContextSwitchTo(oldcxt);
 		return NULL;
@@ -488,34 +500,33 @@ weir_read_ahead_start(WeirWorker *w, int pipelines)
 	/* it goes with its worker, however the worker exits */
 	before_shmem_exit(terminate_at_exit, PointerGetDatum(ra->handle));
 	/* weir.pipelines shows it */
-	SpinLockAcquire(&w->slot->mutex);
-	w->slot->reader_pid = pid;
-	SpinLockRelease(&w->slot->mutex);
+	SpinLockAcquire(&slot->mutex);
+	slot->reader_pid = pid;
+	SpinLockRelease(&slot->mutex);
 	MemoryContextSwitchTo(oldcxt);
 	return ra;
 }
 
 /* Let the process go: the worker reads itself from its positions on. */
 void
-weir_read_ahead_stop(WeirWorker *w, const char *why)
+weir_read_ahead_stop(WeirReadAhead *ra, const char *why)
 {
-	WeirReadAhead *ra = w->read_ahead;
+	WeirPipelineSlot *slot = ra->slot;
 
 	cancel_before_shmem_exit(terminate_at_exit, PointerGetDatum(ra->handle));
 	TerminateBackgroundWorker(ra->handle);
 	shm_mq_detach(ra->mqh);
 	dsm_detach(ra->seg);
-	weir_shmem_release_helper(&w->slot->has_reader);
-	SpinLockAcquire(&w->slot->mutex);
-	w->slot->reader_pid = 0;
-	SpinLockRelease(&w->slot->mutex);
+	weir_shmem_release_helper(&slot->has_reader);
+	SpinLockAcquire(&slot->mutex);
+	slot->reader_pid = 0;
+	SpinLockRelease(&slot->mutex);
 	ereport(LOG,
 			(errmsg("weir pipeline \"%s\" stopped its read-ahead process %s; its worker reads itself",
-					w->row.name, why)));
+					ra->rd->row.name, why)));
 	if (ra->aligned)
 		pfree(ra->aligned);
 	pfree(ra);
-	w->read_ahead = NULL;
 }
 
 static const char *
@@ -526,35 +537,36 @@ align_pointer(const char *base, const char *p)
 
 /* A group's rows into the worker's batch, as if it had read them itself. */
 static int64
-take_group(WeirWorker *w, const char *data, Size len, TimestampTz now)
+take_group(WeirReadAhead *ra, const char *data, Size len, TimestampTz now)
 {
+	WeirReading *rd = ra->rd;
 	const char *p = data;
 	GroupHead	head;
 	int64		rows = 0;
 
 	memcpy(&head, p, sizeof(head));
 	p += sizeof(head);
-	w->side = &w->sides[head.side];
-	w->group_first = head.first;
-	w->ngroup = head.n;
-	resetStringInfo(&w->batch_keys);
-	MemoryContextReset(w->batch_cxt);
+	rd->side = &rd->sides[head.side];
+	rd->group_first = head.first;
+	rd->ngroup = head.n;
+	resetStringInfo(&rd->batch_keys);
+	MemoryContextReset(rd->batch_cxt);
 	for (int g = 0; g < head.n; g++)
 	{
 		GroupPart	part;
 
 		memcpy(&part, p, sizeof(part));
 		p += sizeof(part);
-		w->ranges[g].part = head.first + g;
-		w->ranges[g].max_position = part.max_position;
-		w->group_nbatch[g] = part.nrows;
+		rd->ranges[g].part = head.first + g;
+		rd->ranges[g].max_position = part.max_position;
+		rd->group_nbatch[g] = part.nrows;
 		rows += part.nrows;
 	}
 	for (int g = 0; g < head.n; g++)
-		for (int b = 0; b < w->group_nbatch[g]; b++)
+		for (int b = 0; b < rd->group_nbatch[g]; b++)
 		{
 			int			index = g * WEIR_BATCH_ROWS + b;
-			WeirEvalRow *r = &w->batch[index];
+			WeirEvalRow *r = &rd->batch[index];
 			RowHead		rh;
 
 			memcpy(&rh, p, sizeof(rh));
@@ -565,18 +577,18 @@ take_group(WeirWorker *w, const char *data, Size len, TimestampTz now)
 			r->keylen = rh.keylen;
 			r->kind = (WeirRowKind) rh.kind;
 			r->args = index;
-			r->keyoff = w->batch_keys.len;
+			r->keyoff = rd->batch_keys.len;
 			/* a by-value key's image is one Datum: a constant-size copy */
 			if (rh.keylen == sizeof(Datum))
-				memcpy(weir_append_space(&w->batch_keys, sizeof(Datum)), p, sizeof(Datum));
+				memcpy(weir_append_space(&rd->batch_keys, sizeof(Datum)), p, sizeof(Datum));
 			else
-				memcpy(weir_append_space(&w->batch_keys, rh.keylen), p, rh.keylen);
+				memcpy(weir_append_space(&rd->batch_keys, rh.keylen), p, rh.keylen);
 			p = align_pointer(data, p + rh.keylen);
 			if (r->kind == WEIR_ROW_OK)
 			{
-				int			nargs = w->side->plan->nargs;
-				Datum	   *values = &w->batch_values[index * w->batch_stride];
-				bool	   *nulls = &w->batch_nulls[index * w->batch_stride];
+				int			nargs = rd->side->plan->nargs;
+				Datum	   *values = &rd->batch_values[index * rd->batch_stride];
+				bool	   *nulls = &rd->batch_nulls[index * rd->batch_stride];
 
 				for (int i = 0; i < nargs; i++)
 					nulls[i] = p[i];
@@ -587,7 +599,7 @@ take_group(WeirWorker *w, const char *data, Size len, TimestampTz now)
 
 					if (nulls[i])
 						continue;
-					if (w->side->arg_copy_len[i] == 0)
+					if (rd->side->arg_copy_len[i] == 0)
 					{
 						memcpy(&values[i], p, sizeof(Datum));
 						p += sizeof(Datum);
@@ -610,10 +622,10 @@ take_group(WeirWorker *w, const char *data, Size len, TimestampTz now)
 		}
 	if (p != data + len)
 		elog(ERROR, "read-ahead message of %zu bytes has %zu", len, (Size) (p - data));
-	weir_worker_apply_group(w);
+	ra->apply(rd, ra->apply_arg);
 	for (int g = 0; g < head.n; g++)
-		if (w->group_nbatch[g] > 0)
-			w->last_data_at[w->side->first + head.first + g] = now;
+		if (rd->group_nbatch[g] > 0)
+			rd->last_data_at[rd->side->first + head.first + g] = now;
 	return rows;
 }
 
@@ -628,14 +640,14 @@ take_group(WeirWorker *w, const char *data, Size len, TimestampTz now)
  * (caught up, and the tickets it covers) holds.
  */
 int64
-weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served, bool in_flight,
-					  WeirReadAheadRound *round)
+weir_read_ahead_round(WeirReadAhead *ra, TimestampTz now, TimestampTz next_checkpoint,
+					  int64 served, bool in_flight, WeirReadAheadRound *round)
 {
-	WeirReadAhead *ra = w->read_ahead;
 	int64		got = 0;
 	bool		waited = false;
 
 	round->complete = false;
+	round->stopped = false;
 	for (;;)
 	{
 		Size		len;
@@ -658,7 +670,9 @@ weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served, bool in_flig
 			if (got == 0 && !in_flight && ra->caught_up && ra->tickets > served)
 				break;
 			/* a checkpoint asked for: a round that covers it, at once */
-			requested = weir_worker_checkpoint_tickets(w);
+			SpinLockAcquire(&ra->slot->mutex);
+			requested = ra->slot->checkpoint_requested;
+			SpinLockRelease(&ra->slot->mutex);
 			if (requested > ra->tickets && requested > ra->woken_for)
 			{
 				SpinLockAcquire(&ra->shared->mutex);
@@ -669,7 +683,7 @@ weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served, bool in_flig
 					SetLatch(reader_latch);
 				ra->woken_for = requested;
 			}
-			wait_ms = (w->next_checkpoint - weir_clock_now()) / 1000;
+			wait_ms = (next_checkpoint - weir_clock_now()) / 1000;
 			wait_ms = Max(Min(wait_ms, READ_AHEAD_IDLE_MS), 1);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 wait_ms, PG_WAIT_EXTENSION);
@@ -680,7 +694,8 @@ weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served, bool in_flig
 		if (res != SHM_MQ_SUCCESS)
 		{
 			/* it exited (the server log says why): what it sent is applied */
-			weir_read_ahead_stop(w, "after it exited");
+			weir_read_ahead_stop(ra, "after it exited");
+			round->stopped = true;
 			round->caught_up = false;
 			round->lag = 0;
 			round->tickets = served;
@@ -695,7 +710,7 @@ weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served, bool in_flig
 				if (ra->aligned)
 					pfree(ra->aligned);
 				ra->aligned_size = Max(len, 2 * ra->aligned_size);
-				ra->aligned = MemoryContextAllocHuge(w->cxt, ra->aligned_size);
+				ra->aligned = MemoryContextAllocHuge(ra->rd->cxt, ra->aligned_size);
 			}
 			memcpy(ra->aligned, data, len);
 			msg = ra->aligned;
@@ -703,7 +718,7 @@ weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served, bool in_flig
 		memcpy(&type, msg, sizeof(type));
 		if (type == MSG_GROUP)
 		{
-			got += take_group(w, msg, len, now);
+			got += take_group(ra, msg, len, now);
 			continue;
 		}
 		else

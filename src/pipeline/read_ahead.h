@@ -15,7 +15,8 @@
 #ifndef WEIR_READ_AHEAD_H
 #define WEIR_READ_AHEAD_H
 
-#include "pipeline/worker.h"
+#include "base/shmem.h"
+#include "pipeline/reading.h"
 
 typedef struct WeirReadAhead WeirReadAhead;
 
@@ -23,6 +24,8 @@ typedef struct WeirReadAhead WeirReadAhead;
 typedef struct WeirReadAheadRound
 {
 	bool		complete;		/* its end came: the fields below are its */
+	bool		stopped;		/* the process exited: it was let go (the
+								 * WeirReadAhead is freed) */
 	bool		caught_up;
 	int64		lag;
 	int64		tickets;		/* weir.checkpoint() tickets taken before its bounds */
@@ -31,9 +34,12 @@ typedef struct WeirReadAheadRound
 extern PGDLLEXPORT void weir_read_ahead_main(Datum main_arg);
 
 extern bool weir_reads_ahead(WeirOperatorKind op);
-extern WeirReadAhead *weir_read_ahead_start(WeirWorker *w, int pipelines);
-extern int64 weir_read_ahead_round(WeirWorker *w, TimestampTz now, int64 served,
+extern WeirReadAhead *weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot,
+											 int pipelines, WeirGroupDone apply,
+											 void *apply_arg);
+extern int64 weir_read_ahead_round(WeirReadAhead *ra, TimestampTz now,
+								   TimestampTz next_checkpoint, int64 served,
 								   bool in_flight, WeirReadAheadRound *round);
-extern void weir_read_ahead_stop(WeirWorker *w, const char *why);
+extern void weir_read_ahead_stop(WeirReadAhead *ra, const char *why);
 
 #endif							/* WEIR_READ_AHEAD_H */
