@@ -145,7 +145,7 @@ typedef struct WeirPartitionSlot
 typedef struct WeirPipelineSlot
 {
 	LWLock		lock;			/* the worker holds it exclusively while it
-								 * changes its window store; readers of the
+								 * changes its state store; readers of the
 								 * store hold it shared */
 	pg_atomic_uint32 readers_waiting;	/* readers about to take `lock`: the
 										 * worker lets them in within a few

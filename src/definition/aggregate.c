@@ -515,7 +515,7 @@ static MemoryContext generic_parent = NULL;
  * functions are user code in any language: they run with that lock let go
  * (an LWLock holds interrupts off, and readers of weir.live_state would
  * wait for whatever the function does) and retaken after.  Every place
- * that calls them has the window store consistent for readers: a window
+ * that calls them has the state store consistent for readers: a window
  * being fed, fired or written is whole and in the store.
  */
 static LWLock *user_code_lock = NULL;

@@ -63,7 +63,7 @@ typedef struct JoinKeyState
 typedef struct WeirJoin
 {
 	WeirPlan   *plan;			/* the left side's; plan->right the right's */
-	WeirWindowStore *store;
+	WeirStore *store;
 	WeirKeyed  *keys;			/* one entry per key: both sides' rows */
 	WeirRowArena arenas[2];		/* per side: the rows' memory (a side's rows
 								 * leave in about arrival order) */
@@ -103,7 +103,7 @@ typedef struct JoinRow
 static inline JoinRow *
 row_at(WeirJoin *j, dsa_pointer dp)
 {
-	return (JoinRow *) weir_window_address(j->store, dp);
+	return (JoinRow *) weir_store_address(j->store, dp);
 }
 
 static inline JoinKeyState *
@@ -275,10 +275,10 @@ prune(WeirJoin *j, JoinKeyState *s, int side, TimestampTz watermark)
 
 /* An entry's rows after its state: the left's, then the right's. */
 static void
-image_rows(void *arg, WeirKeyed *k, WeirWindow *w, StringInfo buf)
+image_rows(void *arg, WeirKeyed *k, WeirEntry *w, StringInfo buf)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
-	JoinKeyState *s = (JoinKeyState *) weir_window_states(k->store->root, w);
+	JoinKeyState *s = (JoinKeyState *) weir_entry_states(k->store->root, w);
 
 	for (int side = 0; side < 2; side++)
 		for (dsa_pointer dp = s->rows[side]; DsaPointerIsValid(dp);)
@@ -402,7 +402,7 @@ remove_rows(void *arg, WeirKeyed *k, dsa_pointer entry)
 /* ------------------------------------------------------------------------- */
 
 static WeirJoin *
-join_create(WeirPlan *plan, WeirWindowStore *store, MemoryContext parent)
+join_create(WeirPlan *plan, WeirStore *store, MemoryContext parent)
 {
 	MemoryContext cxt = AllocSetContextCreate(parent, "weir join", ALLOCSET_DEFAULT_SIZES);
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);

@@ -178,19 +178,19 @@ last_value_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark,
 	(void) weir_keyed_expire_exact(lv->keys, watermark);
 	for (int r = 0; r < lv->npending; r++)
 	{
-		WeirWindow *win = weir_window_at(op->env.store, lv->pending_entry[r]);
+		WeirEntry *win = weir_entry_at(op->env.store, lv->pending_entry[r]);
 		WeirKeyedState *s = weir_keyed_state(lv->keys, lv->pending_entry[r]);
-		WeirSinkRows *rows = (weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? &changed : &fresh;
+		WeirSinkRows *rows = (weir_entry_flags(win) & WEIR_ENTRY_EMITTED) ? &changed : &fresh;
 
 		s->pending = -1;
-		weir_key_image_decode(plan, weir_window_key(win), keyvals);
+		weir_key_image_decode(plan, weir_entry_key(win), keyvals);
 		if (lv->ttl > 0 && !TIMESTAMP_NOT_FINITE(watermark) && s->t + lv->ttl <= watermark)
 		{
 			/* expired already: its row goes (if it was written), not comes */
-			if (weir_window_flags(win) & WEIR_WINDOW_EMITTED)
+			if (weir_entry_flags(win) & WEIR_ENTRY_EMITTED)
 				for (int i = 0; i < plan->nkeys; i++)
 					weir_column_add(&gone[i], keyvals[i], false);
-			weir_window_clear_flags(win, WEIR_WINDOW_EMITTED);
+			weir_entry_clear_flags(win, WEIR_ENTRY_EMITTED);
 			continue;
 		}
 		for (int i = 0; i < plan->nkeys; i++)
@@ -198,7 +198,7 @@ last_value_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark,
 		for (int i = 0; i < ncols; i++)
 			weir_column_add(&rows->cols[plan->nkeys + i], lv->pending_values[r * ncols + i],
 							lv->pending_nulls[r * ncols + i]);
-		weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
+		weir_entry_set_flags(win, WEIR_ENTRY_EMITTED);
 	}
 	weir_keyed_collect(lv->keys, watermark, &collected);
 	LWLockRelease(op->env.lock);

@@ -48,7 +48,7 @@
 #include "base/columns.h"
 #include "definition/definition.h"
 #include "state/keyed.h"
-#include "state/window.h"
+#include "state/store.h"
 
 struct WeirPackage;				/* checkpoint_package.h */
 
@@ -61,7 +61,7 @@ typedef struct WeirRecord
 	TimestampTz t;				/* event time (a projection: none) */
 	const char *key;			/* key image (key_image.h) */
 	uint32		keylen;
-	uint32		keyhash;		/* weir_window_key_hash of it */
+	uint32		keyhash;		/* weir_key_image_hash of it */
 	Datum	   *values;			/* the side's arguments or columns */
 	bool	   *nulls;
 } WeirRecord;
@@ -80,7 +80,7 @@ typedef struct WeirOperatorEnv
 {
 	const char *name;			/* the pipeline's, for messages */
 	WeirPlan   *plan;
-	WeirWindowStore *store;		/* the pipeline's state, in DSA */
+	WeirStore *store;		/* the pipeline's state, in DSA */
 	LWLock	   *lock;			/* the pipeline slot's: readers of the store
 								 * hold it shared (shmem.h) */
 	Oid			sink;			/* for dead letters of the sink */

@@ -6,9 +6,10 @@
  *	  watermark passes their end + allowed lateness; their rows go to the
  *	  sink at the next checkpoint.
  *
- * The windows themselves, their index and their firing are window.c's;
- * their checkpoint chunks window_chunks.c's.  This file is what the worker
- * asks of them (operator.h).
+ * The windows themselves and their firing are window.c's, their memory
+ * and index the store's (store.c), their checkpoint chunks
+ * window_chunks.c's.  This file is what the worker asks of them
+ * (operator.h).
  *
  * Copyright (c) 2026, weir developers
  *
@@ -26,10 +27,12 @@
 #include "definition/key_image.h"
 #include "operator/output.h"
 #include "operator/window_aggregate.h"
+#include "state/window.h"
 #include "state/window_chunks.h"
 
 typedef struct WindowOperator
 {
+	WeirWindows *windows;		/* the open windows, over the store */
 	WeirWindowChunks chunks;	/* the windows' checkpoint chunks */
 	int64		fired_since;	/* windows fired since the last checkpoint */
 } WindowOperator;
@@ -55,40 +58,40 @@ static WeirApplied
 window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 {
 	WeirPlan   *plan = op->env.plan;
-	WeirWindowStore *store = op->env.store;
+	WeirStore *store = op->env.store;
 	TimestampTz starts[WEIR_MAX_HOPS];
 	int			nstarts;
 	bool		placed = false;
 
 	if (plan->windowing.kind == WEIR_WINDOW_SESSION)
 	{
-		WeirWindow *win = weir_session_place(store, r->key, r->keylen, r->t,
+		WeirEntry *win = weir_session_place(((WindowOperator *) op->state)->windows, r->key, r->keylen, r->t,
 											 watermark, op->env.lateness);
 
 		if (win == NULL)
 			return store->out_of_memory ? WEIR_NO_MEMORY : WEIR_LATE;
-		accumulate(plan, weir_window_states(store->root, win), r->values, r->nulls);
-		if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || op->env.emit_updates)
-			weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
+		accumulate(plan, weir_entry_states(store->root, win), r->values, r->nulls);
+		if ((weir_entry_flags(win) & WEIR_ENTRY_FIRED) || op->env.emit_updates)
+			weir_entry_set_flags(win, WEIR_ENTRY_SINK_DIRTY);
 		return WEIR_APPLIED;
 	}
 	nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
 	for (int s = 0; s < nstarts; s++)
 	{
 		TimestampTz end = starts[s] + plan->windowing.size;
-		WeirWindow *win;
+		WeirEntry *win;
 		bool		created;
 
 		if (end + op->env.lateness <= watermark)
 			continue;			/* this window has closed for good */
-		win = weir_window_lookup_hashed(store, starts[s], end, r->key, r->keylen,
+		win = weir_window_lookup_hashed(((WindowOperator *) op->state)->windows, starts[s], end, r->key, r->keylen,
 										r->keyhash, &created);
 		if (win == NULL)
 			return WEIR_NO_MEMORY;
-		accumulate(plan, weir_window_states(store->root, win), r->values, r->nulls);
-		weir_window_set_flags(win, WEIR_WINDOW_DIRTY);
-		if ((weir_window_flags(win) & WEIR_WINDOW_FIRED) || op->env.emit_updates)
-			weir_window_set_flags(win, WEIR_WINDOW_SINK_DIRTY);
+		accumulate(plan, weir_entry_states(store->root, win), r->values, r->nulls);
+		weir_entry_set_flags(win, WEIR_ENTRY_DIRTY);
+		if ((weir_entry_flags(win) & WEIR_ENTRY_FIRED) || op->env.emit_updates)
+			weir_entry_set_flags(win, WEIR_ENTRY_SINK_DIRTY);
 		placed = true;
 	}
 	return placed ? WEIR_APPLIED : WEIR_LATE;
@@ -99,27 +102,27 @@ static bool
 window_expire(WeirOperator *op, TimestampTz watermark)
 {
 	WindowOperator *wo = op->state;
-	int64		fired = weir_window_fire(op->env.store, watermark, op->env.lateness,
+	int64		fired = weir_window_fire(wo->windows, watermark, op->env.lateness,
 										 op->env.emit_updates);
 
 	wo->fired_since += fired;
-	return fired > 0 || weir_window_owes_retired(op->env.store);
+	return fired > 0 || weir_window_owes_retired(wo->windows);
 }
 
 /* A window's current version into the checkpoint's chunks. */
 static void
-add_window_image(WeirOperator *op, WeirWindowChunkBuilder *cb, WeirWindow *win)
+add_window_image(WeirOperator *op, WeirWindowChunkBuilder *cb, WeirEntry *win)
 {
 	WeirPlan   *plan = op->env.plan;
 	WeirStoreRoot *root = op->env.store->root;
-	bytea	   *image = weir_agg_states_image(plan, weir_window_states(root, win));
+	bytea	   *image = weir_agg_states_image(plan, weir_entry_states(root, win));
 
-	weir_window_chunks_add(cb, weir_window_key(win), weir_window_keylen(win), win->start,
+	weir_window_chunks_add(cb, weir_entry_key(win), weir_entry_keylen(win), win->start,
 						   weir_window_end(root, plan, win),
-						   (weir_window_flags(win) & WEIR_WINDOW_FIRED) != 0,
+						   (weir_entry_flags(win) & WEIR_ENTRY_FIRED) != 0,
 						   VARDATA(image), VARSIZE(image) - VARHDRSZ);
 	pfree(image);
-	weir_window_set_flags(win, WEIR_WINDOW_PERSISTED);
+	weir_entry_set_flags(win, WEIR_ENTRY_PERSISTED);
 }
 
 /*
@@ -135,10 +138,10 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 {
 	WindowOperator *wo = op->state;
 	WeirPlan   *plan = op->env.plan;
-	WeirWindowStore *store = op->env.store;
+	WeirStore *store = op->env.store;
 	WeirStoreRoot *root = store->root;
-	WeirWindowIter iter;
-	WeirWindow *win;
+	WeirStoreIter iter;
+	WeirEntry *win;
 	ListCell   *lc;
 	int64		live_bytes = 0;
 	WeirSinkRows *sink = NULL;	/* rows already in the sink: upserted */
@@ -150,7 +153,7 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 	/* the rows of windows that left memory are there already */
 	for (int emitted = 0; emitted < 2; emitted++)
 	{
-		WeirSinkRows *rows = store->retired_rows[emitted];
+		WeirSinkRows *rows = wo->windows->retired_rows[emitted];
 
 		if (rows == NULL)
 		{
@@ -177,7 +180,7 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 	 * restore skips).  Before the windows' versions, which a restore reads
 	 * after it, so that nothing written now is hidden.
 	 */
-	foreach(lc, store->retired)
+	foreach(lc, wo->windows->retired)
 	{
 		WeirRetired *r = lfirst(lc);
 
@@ -185,25 +188,25 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 			weir_window_chunks_add_gone(&chunks, r->key, r->keylen, r->start, r->end);
 	}
 	LWLockAcquire(op->env.lock, LW_EXCLUSIVE);
-	weir_window_iter_init(&iter, store);
-	while ((win = weir_window_iter_next(&iter)) != NULL)
+	weir_store_iter_init(&iter, store);
+	while ((win = weir_store_iter_next(&iter)) != NULL)
 	{
 		TimestampTz end = weir_window_end(root, plan, win);
-		char	   *states = weir_window_states(root, win);
+		char	   *states = weir_entry_states(root, win);
 
-		if (weir_window_flags(win) & WEIR_WINDOW_SINK_DIRTY)
+		if (weir_entry_flags(win) & WEIR_ENTRY_SINK_DIRTY)
 		{
-			weir_sink_rows_add((weir_window_flags(win) & WEIR_WINDOW_EMITTED) ? sink : fresh,
-							   weir_window_key(win), win->start, end, states);
-			weir_window_clear_flags(win, WEIR_WINDOW_SINK_DIRTY);
-			weir_window_set_flags(win, WEIR_WINDOW_EMITTED);
+			weir_sink_rows_add((weir_entry_flags(win) & WEIR_ENTRY_EMITTED) ? sink : fresh,
+							   weir_entry_key(win), win->start, end, states);
+			weir_entry_clear_flags(win, WEIR_ENTRY_SINK_DIRTY);
+			weir_entry_set_flags(win, WEIR_ENTRY_EMITTED);
 		}
 		/* what its image would take (generic states: their fixed part) */
-		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + weir_window_keylen(win) + plan->state_size;
-		if (weir_window_flags(win) & WEIR_WINDOW_DIRTY)
+		live_bytes += WEIR_WINDOW_IMAGE_FIXED_BYTES + weir_entry_keylen(win) + plan->state_size;
+		if (weir_entry_flags(win) & WEIR_ENTRY_DIRTY)
 		{
 			add_window_image(op, &chunks, win);
-			weir_window_clear_flags(win, WEIR_WINDOW_DIRTY);
+			weir_entry_clear_flags(win, WEIR_ENTRY_DIRTY);
 		}
 	}
 
@@ -215,12 +218,12 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 	{
 		weir_window_chunks_finish(&chunks);
 		weir_window_chunks_begin(&chunks, op->env.lateness, true);
-		weir_window_iter_init(&iter, store);
-		while ((win = weir_window_iter_next(&iter)) != NULL)
+		weir_store_iter_init(&iter, store);
+		while ((win = weir_store_iter_next(&iter)) != NULL)
 			add_window_image(op, &chunks, win);
 	}
 	LWLockRelease(op->env.lock);
-	foreach(lc, store->retired)
+	foreach(lc, wo->windows->retired)
 	{
 		WeirRetired *r = lfirst(lc);
 
@@ -247,7 +250,7 @@ window_after_checkpoint(WeirOperator *op)
 {
 	WindowOperator *wo = op->state;
 
-	weir_window_forget_retired(op->env.store);
+	weir_window_forget_retired(wo->windows);
 	wo->fired_since = 0;
 	return false;
 }
@@ -265,11 +268,12 @@ restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
 			   TimestampTz end, bool fired, const char *state, uint32 statelen)
 {
 	WeirOperator *op = (WeirOperator *) arg;
-	WeirWindowStore *store = op->env.store;
-	WeirWindow *win;
+	WeirStore *store = op->env.store;
+	WeirEntry *win;
 	bool		created;
 
-	win = weir_window_lookup(store, start, end, key, keylen, &created);
+	win = weir_window_lookup(((WindowOperator *) op->state)->windows, start, end, key, keylen,
+							 &created);
 	if (win == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -277,7 +281,7 @@ restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
 						op->env.name),
 				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 	if (!created ||
-		!weir_agg_states_restore(op->env.plan, weir_window_states(store->root, win),
+		!weir_agg_states_restore(op->env.plan, weir_entry_states(store->root, win),
 								 state, statelen))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -290,9 +294,9 @@ restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
 	 * emits updates (written at an earlier checkpoint); otherwise its first
 	 * row is still to come, as an INSERT (which a topic sink needs).
 	 */
-	weir_window_reset_flags(win, WEIR_WINDOW_PERSISTED |
-							(fired ? WEIR_WINDOW_FIRED | WEIR_WINDOW_EMITTED : 0) |
-							(op->env.emit_updates ? WEIR_WINDOW_EMITTED : 0));
+	weir_entry_reset_flags(win, WEIR_ENTRY_PERSISTED |
+							(fired ? WEIR_ENTRY_FIRED | WEIR_ENTRY_EMITTED : 0) |
+							(op->env.emit_updates ? WEIR_ENTRY_EMITTED : 0));
 }
 
 static int64
@@ -340,7 +344,10 @@ static const WeirOperatorOps window_ops = {
 void
 weir_window_operator_init(WeirOperator *op)
 {
+	WindowOperator *wo = MemoryContextAllocZero(op->env.cxt, sizeof(WindowOperator));
+
 	op->ops = &window_ops;
 	op->keys = NULL;
-	op->state = MemoryContextAllocZero(op->env.cxt, sizeof(WindowOperator));
+	wo->windows = weir_windows_create(op->env.store, op->env.plan, op->env.cxt);
+	op->state = wo;
 }

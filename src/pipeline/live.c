@@ -144,7 +144,7 @@ put_windows(ReturnSetInfo *rsinfo, WeirPlan *plan, Copied *copies, uint32 ncopie
 		values[0] = CStringGetTextDatum(key.data);
 		values[1] = TimestampTzGetDatum(c->start);
 		values[2] = TimestampTzGetDatum(c->end);
-		values[3] = BoolGetDatum((c->flags & WEIR_WINDOW_FIRED) != 0);
+		values[3] = BoolGetDatum((c->flags & WEIR_ENTRY_FIRED) != 0);
 		values[4] = JsonbPGetDatum(JsonbValueToJsonb(result));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
@@ -211,7 +211,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 		copies = palloc(sizeof(Copied) * Max(root->used, 1));
 		for (uint32 i = 0; i < root->capacity && ncopies < root->used; i++)
 		{
-			WeirWindow *w;
+			WeirEntry *w;
 			Copied	   *c;
 
 			if (slots[i] == InvalidDsaPointer || slots[i] == (dsa_pointer) 1)
@@ -221,7 +221,7 @@ weir_live_state(PG_FUNCTION_ARGS)
 			if (plan->op != WEIR_OP_WINDOW)
 			{
 				/* a key: its time (dedup: last seen), and when it expires */
-				memcpy(&c->start, weir_window_states(root, w), sizeof(TimestampTz));
+				memcpy(&c->start, weir_entry_states(root, w), sizeof(TimestampTz));
 				c->end = plan->retention > 0 ? c->start + plan->retention : DT_NOEND;
 			}
 			else
@@ -229,11 +229,11 @@ weir_live_state(PG_FUNCTION_ARGS)
 				c->start = w->start;
 				c->end = weir_window_end(root, plan, w);
 			}
-			c->flags = weir_window_flags(w);
-			c->key = palloc(weir_window_keylen(w));
-			memcpy(c->key, weir_window_key(w), weir_window_keylen(w));
+			c->flags = weir_entry_flags(w);
+			c->key = palloc(weir_entry_keylen(w));
+			memcpy(c->key, weir_entry_key(w), weir_entry_keylen(w));
 			c->states = palloc(plan->state_size);
-			memcpy(c->states, weir_window_states(root, w), plan->state_size);
+			memcpy(c->states, weir_entry_states(root, w), plan->state_size);
 		}
 	}
 	LWLockRelease(&slot->lock);
@@ -272,7 +272,7 @@ copy_committed(void *arg, const char *key, uint32 keylen, TimestampTz start,
 	c = &cc->copies[cc->n++];
 	c->start = start;
 	c->end = end;
-	c->flags = fired ? WEIR_WINDOW_FIRED : 0;
+	c->flags = fired ? WEIR_ENTRY_FIRED : 0;
 	c->key = palloc(Max(keylen, 1));
 	memcpy(c->key, key, keylen);
 	/* the fixed part; generic states (after it) are shown as null */

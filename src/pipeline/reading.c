@@ -48,7 +48,7 @@
 #include "pipeline/reading.h"
 #include "pipeline/skip.h"
 #include "source/topic_source.h"
-#include "state/window.h"
+#include "definition/key_image.h"
 
 #define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
 
@@ -299,7 +299,7 @@ eval_into(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 		weir_key_image_append(&rd->batch_keys, &plan->keys[i], v);
 	}
 	r->keylen = rd->batch_keys.len - r->keyoff;
-	r->keyhash = weir_window_key_hash(rd->batch_keys.data + r->keyoff, r->keylen);
+	r->keyhash = weir_key_image_hash(rd->batch_keys.data + r->keyoff, r->keylen);
 	for (int i = 0; i < plan->nargs; i++)
 	{
 		Datum		v = eval_column(side->arg_exprs[i], side->arg_columns[i], slot,

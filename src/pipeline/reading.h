@@ -39,7 +39,7 @@ typedef struct WeirEvalRow
 	TimestampTz t;
 	int			keyoff;			/* into WeirReading.batch_keys */
 	int			keylen;
-	uint32		keyhash;		/* weir_window_key_hash of the key image */
+	uint32		keyhash;		/* weir_key_image_hash of the key image */
 	int			args;			/* its row of batch_values / batch_nulls (the
 								 * batch is sorted by position after reading) */
 	char	   *error;			/* DEAD: why */

@@ -71,7 +71,6 @@
 #include "base/subxact.h"
 #include "definition/key_image.h"
 #include "topic/topic.h"
-#include "state/window.h"
 #include "pipeline/worker.h"
 #include "definition/write_target.h"
 
@@ -689,7 +688,10 @@ setup(int32 id, WeirPipelineSlot *slot)
 	dsa_pin_mapping(w->area);
 	/* a hard stop a little above the accounted limit, for safety */
 	dsa_set_size_limit(w->area, w->in.row.max_state_memory + w->in.row.max_state_memory / 4 + 4 * 1024 * 1024);
-	w->store = weir_window_store_create(w->in.plan, w->area, w->in.row.max_state_memory, w->in.cxt);
+	w->store = weir_store_create(w->area, w->in.row.max_state_memory, w->in.plan->state_size,
+								 w->in.plan->op == WEIR_OP_WINDOW &&
+								 w->in.plan->windowing.kind == WEIR_WINDOW_SESSION,
+								 w->in.cxt);
 	env.name = w->in.row.name;
 	env.plan = w->in.plan;
 	env.store = w->store;

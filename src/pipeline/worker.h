@@ -23,7 +23,7 @@
 #include "operator/operator.h"
 #include "pipeline/reading.h"
 #include "base/shmem.h"
-#include "state/window.h"
+#include "state/store.h"
 
 /* A record that could not be processed, written at the next checkpoint */
 typedef struct WeirDeadLetter
@@ -58,7 +58,7 @@ typedef struct WeirWorker
 	int64		checkpoint_interval;	/* us */
 	bool		emit_updates;
 
-	WeirWindowStore *store;		/* the pipeline's state, in `area` */
+	WeirStore *store;		/* the pipeline's state, in `area` */
 	WeirOperator *op;			/* what the records go through, over `store` */
 	dsa_area   *area;			/* the pipeline's state, in DSA */
 	int64		local_bytes;	/* generic-aggregate states in this process */

@@ -4,8 +4,8 @@
  *	  State of keyed operators (deduplication, last value per key): one
  *	  entry per key, its expiry, and its checkpoint as chunks.
  *
- * Memory.  Each key is one entry in the pipeline's window store (a window
- * at start 0, which the store indexes but links nowhere), holding
+ * Memory.  Each key is one entry in the pipeline's state store (store.h:
+ * start = the space, which the store indexes but links nowhere), holding
  * a WeirKeyedState (the first k->state_size bytes of it).  An entry
  * expires when the watermark reaches t + retention (dedup: the horizon
  * after the id was last seen; last value: the ttl after its newest row).
@@ -56,6 +56,7 @@
 #include "catalog_sql/catalog_chunk.h"
 #include "checkpoint/checkpoint_package.h"
 #include "base/columns.h"
+#include "definition/key_image.h"
 #include "state/keyed.h"
 
 #define CHUNK_MAX_BYTES (32 * 1024 * 1024)	/* split larger chunks */
@@ -80,16 +81,16 @@ typedef struct ExpiryBucket
 } ExpiryBucket;
 
 static inline WeirKeyedState *
-state_of(WeirKeyed *k, WeirWindow *w)
+state_of(WeirKeyed *k, WeirEntry *w)
 {
-	return (WeirKeyedState *) weir_window_states(k->store->root, w);
+	return (WeirKeyedState *) weir_entry_states(k->store->root, w);
 }
 
 /* Image bytes of one entry in a chunk. */
 static inline int64
-entry_image_bytes(WeirKeyed *k, WeirWindow *w)
+entry_image_bytes(WeirKeyed *k, WeirEntry *w)
 {
-	return sizeof(uint32) + weir_window_keylen(w) + k->state_size;
+	return sizeof(uint32) + weir_entry_keylen(w) + k->state_size;
 }
 
 /* Whether state a is newer than b: later t, then partition, then position. */
@@ -154,7 +155,7 @@ push_dirty(WeirKeyed *k, dsa_pointer dp)
 }
 
 WeirKeyed *
-weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int space,
+weir_keyed_create(WeirPlan *plan, WeirStore *store, int space,
 				  Size state_size, int64 retention, bool keep_removed,
 				  MemoryContext parent)
 {
@@ -194,7 +195,7 @@ weir_keyed_create(WeirPlan *plan, WeirWindowStore *store, int space,
 }
 
 /*
- * The entry of a key (keyhash: weir_window_key_hash of it); created if
+ * The entry of a key (keyhash: weir_key_image_hash of it); created if
  * absent, with time t, linked for expiry and marked changed.  InvalidDsaPointer if state memory ran out
  * (store->out_of_memory is then set).
  */
@@ -202,14 +203,14 @@ dsa_pointer
 weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, uint32 keyhash,
 				 TimestampTz t, bool *created)
 {
-	dsa_pointer dp = weir_window_entry_find(k->store, k->space, key, keylen, keyhash,
+	dsa_pointer dp = weir_store_find(k->store, k->space, key, keylen, keyhash,
 											true, created);
-	WeirWindow *w;
+	WeirEntry *w;
 	WeirKeyedState *s;
 
 	if (!DsaPointerIsValid(dp) || !*created)
 		return dp;
-	w = weir_window_at(k->store, dp);
+	w = weir_entry_at(k->store, dp);
 	s = state_of(k, w);
 	s->t = t;
 	k->live_bytes += entry_image_bytes(k, w);
@@ -220,7 +221,7 @@ weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen, uint32 keyhash,
 }
 
 /*
- * A hint that the key of hash `keyhash` (weir_window_key_hash) will be
+ * A hint that the key of hash `keyhash` (weir_key_image_hash) will be
  * looked up soon, in stages a few records apart: 0 asks for its slot, 1 for
  * its entry (the slot has come by then) and returns the entry it guessed
  * (or InvalidDsaPointer), 2 for what the operator will read through that
@@ -232,7 +233,7 @@ dsa_pointer
 weir_keyed_prefetch(WeirKeyed *k, uint32 keyhash, int stage, dsa_pointer guess)
 {
 	if (stage < 2)
-		return weir_window_prefetch(k->store, (TimestampTz) k->space, keyhash, stage > 0);
+		return weir_store_prefetch(k->store, (TimestampTz) k->space, keyhash, stage > 0);
 	if (DsaPointerIsValid(guess) && k->prefetch_hook)
 		k->prefetch_hook(k->hook_arg, k, guess);
 	return guess;
@@ -247,7 +248,7 @@ void
 weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, int i, bool deep)
 {
 	if (i + PREFETCH_AHEAD < n)
-		WEIR_PREFETCH(weir_window_at(k->store, a[i + PREFETCH_AHEAD]));
+		WEIR_PREFETCH(weir_entry_at(k->store, a[i + PREFETCH_AHEAD]));
 	if (deep && k->prefetch_hook && i + PREFETCH_AHEAD / 2 < n)
 		k->prefetch_hook(k->hook_arg, k, a[i + PREFETCH_AHEAD / 2]);
 }
@@ -262,7 +263,7 @@ weir_keyed_prefetch_expiry(WeirKeyed *k, const dsa_pointer *a, int n, int i)
 {
 	weir_keyed_prefetch_walk(k, a, n, i, true);
 	if (i + PREFETCH_AHEAD / 2 < n)
-		weir_window_entry_prefetch_slot(k->store, a[i + PREFETCH_AHEAD / 2]);
+		weir_store_prefetch_slot(k->store, a[i + PREFETCH_AHEAD / 2]);
 }
 
 /*
@@ -272,7 +273,7 @@ weir_keyed_prefetch_expiry(WeirKeyed *k, const dsa_pointer *a, int n, int i)
 static void
 remove_entry(WeirKeyed *k, dsa_pointer dp)
 {
-	WeirWindow *w = weir_window_at(k->store, dp);
+	WeirEntry *w = weir_entry_at(k->store, dp);
 
 	if (k->remove_hook)
 		k->remove_hook(k->hook_arg, k, dp);
@@ -280,22 +281,22 @@ remove_entry(WeirKeyed *k, dsa_pointer dp)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
 
-		k->removed = lappend(k->removed, weir_make_bytea(weir_window_key(w), weir_window_keylen(w)));
+		k->removed = lappend(k->removed, weir_make_bytea(weir_entry_key(w), weir_entry_keylen(w)));
 		MemoryContextSwitchTo(oldcxt);
 	}
 	k->live_bytes -= entry_image_bytes(k, w);
-	weir_window_entry_remove(k->store, dp);
+	weir_store_remove(k->store, dp);
 }
 
 /* Mark an entry changed; returns whether it was not already. */
 bool
 weir_keyed_touch(WeirKeyed *k, dsa_pointer dp)
 {
-	WeirWindow *w = weir_window_at(k->store, dp);
+	WeirEntry *w = weir_entry_at(k->store, dp);
 
-	if (weir_window_flags(w) & WEIR_WINDOW_DIRTY)
+	if (weir_entry_flags(w) & WEIR_ENTRY_DIRTY)
 		return false;
-	weir_window_set_flags(w, WEIR_WINDOW_DIRTY);
+	weir_entry_set_flags(w, WEIR_ENTRY_DIRTY);
 	push_dirty(k, dp);
 	return true;
 }
@@ -317,8 +318,8 @@ free_held(WeirKeyed *k)
 		weir_keyed_prefetch_walk(k, k->held, k->nheld, i, true);
 		if (k->remove_hook)
 			k->remove_hook(k->hook_arg, k, dp);
-		k->live_bytes -= entry_image_bytes(k, weir_window_at(k->store, dp));
-		weir_window_entry_free(k->store, dp);
+		k->live_bytes -= entry_image_bytes(k, weir_entry_at(k->store, dp));
+		weir_store_free_entry(k->store, dp);
 	}
 	k->nheld = 0;
 	return removed;
@@ -337,7 +338,7 @@ release_held(WeirKeyed *k)
 	for (int i = 0; i < k->ndirty; i++)
 	{
 		weir_keyed_prefetch_walk(k, k->dirty, k->ndirty, i, false);
-		if (!(weir_window_flags(weir_window_at(k->store, k->dirty[i])) & WEIR_WINDOW_HELD))
+		if (!(weir_entry_flags(weir_entry_at(k->store, k->dirty[i])) & WEIR_ENTRY_HELD))
 			k->dirty[kept++] = k->dirty[i];
 	}
 	k->ndirty = kept;
@@ -377,16 +378,16 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 		for (int i = 0; i < n; i++)
 		{
 			dsa_pointer dp = entries[i];
-			WeirWindow *w;
+			WeirEntry *w;
 			TimestampTz expires;
 
 			weir_keyed_prefetch_expiry(k, entries, n, i);
-			w = weir_window_at(k->store, dp);
+			w = weir_entry_at(k->store, dp);
 			expires = state_of(k, w)->t + k->retention;
 
 			if (expires > watermark)
 				link_expiry(k, dp, expires);	/* changed since */
-			else if (weir_window_flags(w) & WEIR_WINDOW_DIRTY)
+			else if (weir_entry_flags(w) & WEIR_ENTRY_DIRTY)
 			{
 				/*
 				 * Changed since the last checkpoint: the dirty list points
@@ -401,8 +402,8 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 					k->held = repalloc_huge(k->held, sizeof(dsa_pointer) * k->held_cap);
 				}
 				k->held[k->nheld++] = dp;
-				weir_window_set_flags(w, WEIR_WINDOW_HELD);
-				weir_window_entry_unindex(k->store, dp);
+				weir_entry_set_flags(w, WEIR_ENTRY_HELD);
+				weir_store_unindex(k->store, dp);
 			}
 			else
 			{
@@ -416,7 +417,7 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 	if (!k->keep_removed && k->nheld >= Max(RELEASE_HELD_AT, k->ndirty / 2))
 		removed += release_held(k);
 	if (removed > 0)
-		weir_window_entry_shrink(k->store);
+		weir_store_shrink(k->store);
 	return removed;
 }
 
@@ -447,11 +448,11 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 	for (int i = 0; i < bucket->n; i++)
 	{
 		dsa_pointer dp = bucket->entries[i];
-		WeirWindow *w;
+		WeirEntry *w;
 
 		weir_keyed_prefetch_expiry(k, bucket->entries, bucket->n, i);
-		w = weir_window_at(k->store, dp);
-		if (state_of(k, w)->t + k->retention <= watermark && !(weir_window_flags(w) & WEIR_WINDOW_DIRTY))
+		w = weir_entry_at(k->store, dp);
+		if (state_of(k, w)->t + k->retention <= watermark && !(weir_entry_flags(w) & WEIR_ENTRY_DIRTY))
 		{
 			remove_entry(k, dp);
 			removed++;
@@ -478,7 +479,7 @@ weir_keyed_after_checkpoint(WeirKeyed *k)
 	int64		removed = free_held(k);
 
 	if (removed > 0)
-		weir_window_entry_shrink(k->store);
+		weir_store_shrink(k->store);
 	return removed;
 }
 
@@ -516,9 +517,9 @@ chunk_flush(ChunkBuilder *cb)
 }
 
 static void
-chunk_add(ChunkBuilder *cb, WeirWindow *w)
+chunk_add(ChunkBuilder *cb, WeirEntry *w)
 {
-	uint32		len = weir_window_keylen(w);
+	uint32		len = weir_entry_keylen(w);
 	WeirKeyedState *s = state_of(cb->d, w);
 
 	/*
@@ -528,14 +529,14 @@ chunk_add(ChunkBuilder *cb, WeirWindow *w)
 	 */
 	if (!TIMESTAMP_NOT_FINITE(cb->watermark) && s->t + cb->d->retention <= cb->watermark)
 	{
-		weir_window_clear_flags(w, WEIR_WINDOW_DIRTY);
+		weir_entry_clear_flags(w, WEIR_ENTRY_DIRTY);
 		return;
 	}
 	{
 		char	   *p = weir_append_space(&cb->buf, sizeof(uint32) + len + cb->d->state_size);
 
 		memcpy(p, &len, sizeof(uint32));
-		memcpy(p + sizeof(uint32), weir_window_key(w), len);
+		memcpy(p + sizeof(uint32), weir_entry_key(w), len);
 		memcpy(p + sizeof(uint32) + len, s, cb->d->state_size);
 	}
 	if (cb->d->image_hook)
@@ -543,7 +544,7 @@ chunk_add(ChunkBuilder *cb, WeirWindow *w)
 	cb->entries++;
 	if (s->t + cb->d->retention > cb->expires_at)
 		cb->expires_at = s->t + cb->d->retention;
-	weir_window_clear_flags(w, WEIR_WINDOW_DIRTY);
+	weir_entry_clear_flags(w, WEIR_ENTRY_DIRTY);
 	if (cb->buf.len >= CHUNK_MAX_BYTES)
 		chunk_flush(cb);
 }
@@ -570,16 +571,16 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 	for (int i = 0; i < d->ndirty; i++)
 	{
 		weir_keyed_prefetch_walk(d, d->dirty, d->ndirty, i, false);
-		dirty_bytes += entry_image_bytes(d, weir_window_at(d->store, d->dirty[i]));
+		dirty_bytes += entry_image_bytes(d, weir_entry_at(d->store, d->dirty[i]));
 	}
 	out->compacted = d->chunk_bytes + dirty_bytes > 2 * d->live_bytes + COMPACT_SLACK_BYTES;
 	if (out->compacted)
 	{
-		WeirWindowIter iter;
-		WeirWindow *w;
+		WeirStoreIter iter;
+		WeirEntry *w;
 
-		weir_window_iter_init(&iter, d->store);
-		while ((w = weir_window_iter_next(&iter)) != NULL)
+		weir_store_iter_init(&iter, d->store);
+		while ((w = weir_store_iter_next(&iter)) != NULL)
 			if (w->start == d->space)	/* another space's entries are not ours */
 				chunk_add(&cb, w);
 	}
@@ -587,7 +588,7 @@ weir_keyed_collect(WeirKeyed *d, TimestampTz watermark, WeirKeyedCollected *out)
 		for (int i = 0; i < d->ndirty; i++)
 		{
 			weir_keyed_prefetch_walk(d, d->dirty, d->ndirty, i, true);
-			chunk_add(&cb, weir_window_at(d->store, d->dirty[i]));
+			chunk_add(&cb, weir_entry_at(d->store, d->dirty[i]));
 		}
 	chunk_flush(&cb);
 	d->ndirty = 0;
@@ -642,7 +643,7 @@ restore_enter(RestoreState *rs, const char *key, uint32 keylen, TimestampTz t,
 	if (k->retention > 0 && !TIMESTAMP_NOT_FINITE(rs->watermark) &&
 		t + k->retention <= rs->watermark)
 		return InvalidDsaPointer;
-	dp = weir_keyed_enter(k, key, keylen, weir_window_key_hash(key, keylen), t, created);
+	dp = weir_keyed_enter(k, key, keylen, weir_key_image_hash(key, keylen), t, created);
 	if (!DsaPointerIsValid(dp))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -650,7 +651,7 @@ restore_enter(RestoreState *rs, const char *key, uint32 keylen, TimestampTz t,
 				 errhint("Raise it with weir.alter_pipeline(), then start the pipeline.")));
 	if (*created)
 	{
-		weir_window_reset_flags(weir_window_at(k->store, dp), WEIR_WINDOW_EMITTED);
+		weir_entry_reset_flags(weir_entry_at(k->store, dp), WEIR_ENTRY_EMITTED);
 		k->ndirty--;			/* weir_keyed_enter counted it as changed */
 		rs->entries++;
 	}
@@ -754,8 +755,8 @@ weir_keyed_restore(WeirKeyed *k, int32 pipeline_id, TimestampTz watermark,
 
 		uint32		keylen = VARSIZE(key) - VARHDRSZ;
 
-		if (!DsaPointerIsValid(weir_window_entry_find(k->store, k->space, VARDATA(key), keylen,
-													  weir_window_key_hash(VARDATA(key), keylen),
+		if (!DsaPointerIsValid(weir_store_find(k->store, k->space, VARDATA(key), keylen,
+													  weir_key_image_hash(VARDATA(key), keylen),
 													  false, &created)))
 			k->removed = lappend(k->removed, key);
 	}

@@ -18,7 +18,7 @@
 #include "lib/stringinfo.h"
 
 #include "definition/definition.h"
-#include "state/window.h"
+#include "state/store.h"
 
 /*
  * An entry's state starts with the event time that decides its expiry
@@ -44,7 +44,7 @@ typedef struct WeirKeyed WeirKeyed;
  * remove_hook runs before an expired entry leaves memory; prefetch_hook
  * asks the CPU for what the others will read through an entry soon.
  */
-typedef void (*WeirKeyedImageHook) (void *arg, WeirKeyed *k, WeirWindow *w,
+typedef void (*WeirKeyedImageHook) (void *arg, WeirKeyed *k, WeirEntry *w,
 									StringInfo buf);
 typedef int64 (*WeirKeyedRestoreHook) (void *arg, WeirKeyed *k, dsa_pointer dp,
 									   const char *state, const char *p, Size avail);
@@ -57,7 +57,7 @@ struct WeirKeyed
 	int			space;			/* its entries' start and chunks' space: keeps
 								 * states of one store apart (0 for all today) */
 	Size		state_size;		/* fixed state bytes per entry */
-	WeirWindowStore *store;		/* the entries, as windows at start 0 */
+	WeirStore  *store;			/* the entries: start = space (store.h) */
 	int64		retention;		/* us of event time after t; 0: forever */
 	int64		bucket_width;	/* us; expiry buckets */
 	HTAB	   *buckets;		/* expiry time -> entries, through `next` */
@@ -96,8 +96,8 @@ struct WeirKeyed
 static inline WeirKeyedState *
 weir_keyed_state(WeirKeyed *k, dsa_pointer dp)
 {
-	return (WeirKeyedState *) weir_window_states(k->store->root,
-												 weir_window_at(k->store, dp));
+	return (WeirKeyedState *) weir_entry_states(k->store->root,
+												 weir_entry_at(k->store, dp));
 }
 
 /* What a checkpoint of the entries writes */
@@ -111,7 +111,7 @@ typedef struct WeirKeyedCollected
 
 struct WeirPackage;				/* checkpoint_package.h */
 
-extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirWindowStore *store,
+extern WeirKeyed *weir_keyed_create(WeirPlan *plan, WeirStore *store,
 									int space, Size state_size, int64 retention,
 									bool keep_removed, MemoryContext parent);
 extern dsa_pointer weir_keyed_enter(WeirKeyed *k, const char *key, uint32 keylen,

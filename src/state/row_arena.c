@@ -38,11 +38,11 @@ typedef struct ArenaBlock
 static inline ArenaBlock *
 block_at(WeirRowArena *a, dsa_pointer dp)
 {
-	return (ArenaBlock *) weir_window_at(a->store, dp);
+	return (ArenaBlock *) weir_entry_at(a->store, dp);
 }
 
 void
-weir_row_arena_init(WeirRowArena *a, WeirWindowStore *store)
+weir_row_arena_init(WeirRowArena *a, WeirStore *store)
 {
 	a->store = store;
 	a->current = InvalidDsaPointer;
@@ -52,7 +52,7 @@ weir_row_arena_init(WeirRowArena *a, WeirWindowStore *store)
 static dsa_pointer
 new_block(WeirRowArena *a, Size size)
 {
-	dsa_pointer dp = weir_window_store_alloc(a->store, size);
+	dsa_pointer dp = weir_store_alloc(a->store, size);
 	ArenaBlock *b;
 
 	if (!DsaPointerIsValid(dp))
@@ -94,7 +94,7 @@ weir_row_arena_alloc(WeirRowArena *a, Size size, uint32 *offset)
 		a->used = BLOCK_HEADER;
 		/* the block left behind goes now if its rows all went already */
 		if (DsaPointerIsValid(full) && block_at(a, full)->live == 0)
-			weir_window_store_free(a->store, full, ARENA_BLOCK_SIZE);
+			weir_store_free(a->store, full, ARENA_BLOCK_SIZE);
 	}
 	block_at(a, a->current)->live++;
 	*offset = a->used;
@@ -111,5 +111,5 @@ weir_row_arena_free(WeirRowArena *a, dsa_pointer row, uint32 offset)
 
 	Assert(b->live > 0);
 	if (--b->live == 0 && block != a->current)
-		weir_window_store_free(a->store, block, b->size);
+		weir_store_free(a->store, block, b->size);
 }

@@ -14,16 +14,16 @@
 #ifndef WEIR_ROW_ARENA_H
 #define WEIR_ROW_ARENA_H
 
-#include "state/window.h"
+#include "state/store.h"
 
 typedef struct WeirRowArena
 {
-	WeirWindowStore *store;		/* blocks are its memory, and counted there */
+	WeirStore *store;		/* blocks are its memory, and counted there */
 	dsa_pointer current;		/* the block being filled; Invalid: none */
 	uint32		used;			/* bytes of it taken, its header included */
 } WeirRowArena;
 
-extern void weir_row_arena_init(WeirRowArena *a, WeirWindowStore *store);
+extern void weir_row_arena_init(WeirRowArena *a, WeirStore *store);
 extern dsa_pointer weir_row_arena_alloc(WeirRowArena *a, Size size, uint32 *offset);
 extern void weir_row_arena_free(WeirRowArena *a, dsa_pointer row, uint32 offset);
 
