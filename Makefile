@@ -45,6 +45,7 @@ OBJS = \
 	src/state/keyed.o \
 	src/operator/dedup.o \
 	src/definition/key_image.o \
+	src/definition/pipeline_plan.o \
 	src/operator/operator.o \
 	src/operator/output.o \
 	src/operator/projection.o \

@@ -149,10 +149,5 @@ extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
 											Datum positions, Datum errors,
 											Datum records);
 
-/* pipeline.c */
-extern WeirPlan *weir_pipeline_plan(WeirPipelineRow *row);
-extern WeirOperatorKind weir_pipeline_operator(WeirPipelineRow *row);
-extern void weir_pipeline_act_as_owner(WeirPipelineRow *row);
-extern WeirPipelineRow weir_pipeline_for_owner(const char *name);
 
 #endif							/* WEIR_CATALOG_PIPELINE_H */

@@ -64,6 +64,7 @@
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "sink/sink_table.h"
+#include "definition/pipeline_plan.h"
 
 /* The queue: a large checkpoint goes through it in pieces */
 #define WRITER_QUEUE_BYTES (4 * 1024 * 1024)

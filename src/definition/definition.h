@@ -218,22 +218,11 @@ typedef struct WeirPlanOptions
 	bool		left_outer;
 } WeirPlanOptions;
 
-/* definition_parse.c */
-extern WeirDefinition *weir_definition_parse(const WeirDefinitionText *text);
-
-/* definition.c */
 extern WeirPlan *weir_definition_plan(WeirDefinition *def, const WeirPlanOptions *options);
 extern int64 weir_interval_usecs(Interval *interval, const char *what);
 extern int64 weir_duration_usecs(Interval *interval, const char *what, bool allow_zero);
 extern void weir_definition_windowing(Datum windowing, WeirWindowing *out);
 extern bool weir_definition_key_type_supported(Oid type, Oid collation);
 extern int	weir_definition_expr_sides(Node *expr);
-
-/* definition_store.c */
-extern Oid	weir_definition_store(WeirDefinition *def, const char *name, Oid owner);
-extern WeirDefinition *weir_definition_load(Oid view, WeirOperatorKind op, int nkeys,
-											List *names, Oid source, Oid right_source);
-extern void weir_definition_drop(Oid view);
-extern bool weir_definition_is_view(Oid relid);
 
 #endif							/* WEIR_DEFINITION_H */

@@ -44,6 +44,7 @@
 
 #include "definition/definition.h"
 #include "topic/topic.h"
+#include "definition/definition_parse.h"
 
 /* One argument's analysed items: target entries over one or two sources */
 typedef struct Piece

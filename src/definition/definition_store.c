@@ -55,6 +55,7 @@
 #include "base/act_as.h"
 #include "catalog_sql/catalog.h"
 #include "definition/definition.h"
+#include "definition/definition_store.h"
 
 #define DEFINITION_SCHEMA "weir_pipelines"
 

@@ -44,6 +44,7 @@
 #include "state/window_chunks.h"
 #include "definition/key_image.h"
 #include "pipeline/worker.h"
+#include "definition/pipeline_plan.h"
 
 typedef struct Copied
 {

@@ -50,6 +50,9 @@
 #include "base/settings.h"
 #include "base/sql_args.h"
 #include "state/window.h"
+#include "definition/definition_parse.h"
+#include "definition/definition_store.h"
+#include "definition/pipeline_plan.h"
 
 static WeirPlan *plan_from_text(WeirPipelineRow *row, WeirDefinition **def);
 
@@ -531,60 +534,6 @@ weir_create_join(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
 }
 
-/*
- * From here on, this background process acts as the pipeline's owner, in a
- * security-restricted operation with search_path pg_catalog, pg_temp:
- * expressions (bound at creation) run, and sinks are written, with the
- * owner's rights, and nothing on a search_path the owner or anyone else
- * controls is looked up by name (inlined SQL functions are parsed then).
- * Catalog writes switch to weir's owner (catalog.c).  For the worker, its
- * read-ahead process and its checkpoint writer alike.
- */
-void
-weir_pipeline_act_as_owner(WeirPipelineRow *row)
-{
-	SetUserIdAndSecContext(row->owner,
-						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
-}
-
-WeirOperatorKind
-weir_pipeline_operator(WeirPipelineRow *row)
-{
-	if (strcmp(row->operator, "join") == 0)
-		return WEIR_OP_JOIN;
-	if (strcmp(row->operator, "projection") == 0)
-		return WEIR_OP_PROJECTION;
-	if (strcmp(row->operator, "last_value") == 0)
-		return WEIR_OP_LAST_VALUE;
-	if (strcmp(row->operator, "dedup") == 0)
-		return WEIR_OP_DEDUP;
-	if (strcmp(row->operator, "window") == 0)
-		return WEIR_OP_WINDOW;
-	elog(ERROR, "unrecognized pipeline operator \"%s\"", row->operator);
-	return WEIR_OP_WINDOW;		/* keep compiler quiet */
-}
-
-/* What a plan takes from the catalog row besides the definition. */
-static void
-plan_options(WeirPipelineRow *row, WeirPlanOptions *o)
-{
-	memset(o, 0, sizeof(*o));
-	if (weir_pipeline_operator(row) == WEIR_OP_WINDOW)
-		weir_definition_windowing(row->windowing, &o->windowing);
-	if (row->has_horizon)
-		o->retention = weir_interval_usecs(&row->horizon, "horizon");
-	if (row->has_ttl)
-		o->retention = weir_interval_usecs(&row->ttl, "ttl");
-	if (row->join_kind)
-	{
-		o->join_lower = weir_interval_usecs(&row->join_lower, "lower");
-		o->join_upper = weir_interval_usecs(&row->join_upper, "upper");
-		o->left_outer = strcmp(row->join_kind, "left") == 0;
-	}
-}
-
 /* At creation: the definition's text parsed and bound, and its plan. */
 static WeirPlan *
 plan_from_text(WeirPipelineRow *row, WeirDefinition **def)
@@ -604,24 +553,8 @@ plan_from_text(WeirPipelineRow *row, WeirDefinition **def)
 	text.columns = row->columns;
 	text.filter = row->filter;
 	*def = weir_definition_parse(&text);
-	plan_options(row, &options);
+	weir_pipeline_plan_options(row, &options);
 	return weir_definition_plan(*def, &options);
-}
-
-/*
- * The plan of a catalog row, from its stored definition (every process
- * that runs a pipeline, and readers of its state).  Needs a transaction.
- */
-WeirPlan *
-weir_pipeline_plan(WeirPipelineRow *row)
-{
-	WeirPlanOptions options;
-	WeirDefinition *def;
-
-	def = weir_definition_load(row->definition, weir_pipeline_operator(row), row->nkeys,
-							   row->names, row->source, row->right_source);
-	plan_options(row, &options);
-	return weir_definition_plan(def, &options);
 }
 
 /* --- controlling -------------------------------------------------------- */
@@ -639,24 +572,6 @@ required_interval(FunctionCallInfo fcinfo, int argno, const char *name)
 {
 	weir_require_arg(fcinfo, argno, name);
 	return PG_GETARG_INTERVAL_P(argno);
-}
-
-/* The catalog row of pipeline `name`, which the current user must own (or be a member of its owner). */
-WeirPipelineRow
-weir_pipeline_for_owner(const char *name)
-{
-	WeirPipelineRow row;
-
-	if (!weir_catalog_pipeline_by_name(name, &row))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("pipeline \"%s\" does not exist", name),
-				 errhint("See weir.pipelines for the pipelines of this database.")));
-	if (!has_privs_of_role(GetUserId(), row.owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of pipeline \"%s\"", name)));
-	return row;
 }
 
 PG_FUNCTION_INFO_V1(weir_start);

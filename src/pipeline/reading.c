@@ -49,6 +49,7 @@
 #include "pipeline/skip.h"
 #include "source/topic_source.h"
 #include "definition/key_image.h"
+#include "definition/pipeline_plan.h"
 
 #define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
 

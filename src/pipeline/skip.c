@@ -38,6 +38,7 @@
 #include "pipeline/skip.h"
 #include "base/sql_args.h"
 #include "topic/topic.h"
+#include "definition/pipeline_plan.h"
 
 /*
  * The committed position of the pipeline in partition `index` (the

@@ -47,6 +47,7 @@
 
 #include "sink/bulk.h"
 #include "base/subxact.h"
+#include "sink/sink_order.h"
 
 #define SINK_BATCH 1000
 #define SINK_PREFETCH 16		/* rows ahead, in the key-ordered index pass */

@@ -24,7 +24,5 @@ extern bool weir_sink_bulk_update(Oid sink, WeirPlan *plan, const int *map,
 								  int nrows);
 
 extern bool weir_sink_try_insert(void (*insert) (void *arg), void *arg);
-extern int *weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows,
-								const int *keycol, int nkeys);
 
 #endif							/* WEIR_SINK_H */

@@ -57,6 +57,7 @@ int_item_cmp(const IntItem *a, const IntItem *b)
 #define ST_DECLARE
 #define ST_DEFINE
 #include "lib/sort_template.h"
+#include "sink/sink_order.h"
 
 /* Any key: nkeys datums then the row number, compared by sort support */
 typedef struct ItemOrder
