@@ -37,7 +37,9 @@
 #include "utils/syscache.h"
 
 #include "catalog_sql/catalog.h"
-#include "topic/topic.h"
+
+/* set while retention deletes consumed rows: the append-only trigger lets them go */
+bool		weir_catalog_trimming = false;
 
 /*
  * Run SQL inside SPI as `role` (act_as.c: restricted, search_path
@@ -623,7 +625,7 @@ relation_owner(Oid relid)
  * Retention's delete of the rows from_position..to_position of a partition,
  * as the topic's owner (what a trigger or rule of theirs runs has their
  * rights, not the launcher's); the append-only trigger lets it through
- * while weir_topic_trimming is set.
+ * while weir_catalog_trimming is set.
  */
 int64
 weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
@@ -644,17 +646,57 @@ weir_catalog_delete_rows(Oid relid, int32 part, int64 from_position,
 	values[2] = Int64GetDatum(to_position);
 
 	weir_catalog_as_role_begin(&p, relation_owner(relid));
-	weir_topic_trimming = true;
+	weir_catalog_trimming = true;
 	PG_TRY();
 	{
 		weir_catalog_exec(sql.data, 3, types, values, NULL, SPI_OK_DELETE);
 	}
 	PG_FINALLY();
 	{
-		weir_topic_trimming = false;
+		weir_catalog_trimming = false;
 	}
 	PG_END_TRY();
 	deleted = (int64) SPI_processed;
 	weir_catalog_privileged_end(&p);
 	return deleted;
+}
+
+/* SPI_prepare of weir's SQL; errors do not show it (weir_catalog_rethrow_without_sql). */
+SPIPlanPtr
+weir_catalog_prepare_hiding_sql(const char *sql, int nargs, Oid *types)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	SPIPlanPtr volatile prepared = NULL;
+
+	PG_TRY();
+	{
+		prepared = SPI_prepare(sql, nargs, types);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
+	if (prepared == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	return prepared;
+}
+
+/* SPI_execute_plan of a plan prepared so, errors without its SQL. */
+int
+weir_catalog_execute_hiding_sql(SPIPlanPtr plan, Datum *arrays)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int rc = 0;
+
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, arrays, NULL, false, 0);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
+	return rc;
 }

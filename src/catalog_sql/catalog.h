@@ -13,11 +13,12 @@
 #ifndef WEIR_CATALOG_H
 #define WEIR_CATALOG_H
 
-#include "base/act_as.h"
-
 #include "datatype/timestamp.h"
+#include "executor/spi.h"
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
+
+#include "base/act_as.h"
 
 typedef struct WeirTopicRow
 {
@@ -32,11 +33,15 @@ typedef struct WeirTopicRow
 /* SQL run as another role (act_as.c), inside SPI */
 typedef WeirActAs WeirCatalogPrivilege;
 
+extern bool weir_catalog_trimming;
+
 extern Oid	weir_namespace_owner(const char *nspname);
 extern void weir_catalog_privileged_begin(WeirCatalogPrivilege *p);
 extern void weir_catalog_as_role_begin(WeirCatalogPrivilege *p, Oid role);
 extern void weir_catalog_privileged_end(WeirCatalogPrivilege *p);
 extern void weir_catalog_rethrow_without_sql(MemoryContext cxt) pg_attribute_noreturn();
+extern SPIPlanPtr weir_catalog_prepare_hiding_sql(const char *sql, int nargs, Oid *types);
+extern int	weir_catalog_execute_hiding_sql(SPIPlanPtr plan, Datum *arrays);
 extern void weir_catalog_exec(const char *sql, int nargs, Oid *types,
 							  Datum *values, const char *nulls, int expect);
 

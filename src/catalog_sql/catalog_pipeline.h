@@ -17,7 +17,6 @@
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
 
-#include "definition/definition.h"
 
 /*
  * A pipeline's status: weir.pipeline.status holds weir_pipeline_status_name
@@ -129,10 +128,6 @@ extern void weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
 										TimestampTz *max_event_time);
 extern int64 weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark);
 
-extern SPIPlanPtr weir_catalog_prepare_sink(WeirPlan *plan, Oid sink, bool upsert);
-extern void weir_catalog_write_sink(SPIPlanPtr sink_plan, Datum *arrays);
-extern SPIPlanPtr weir_catalog_prepare_sink_delete(WeirPlan *plan, Oid sink);
-extern void weir_catalog_delete_sink(SPIPlanPtr delete_plan, Datum *arrays);
 extern void weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
 										 Datum max_event_times);
 extern void weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id,

@@ -2,7 +2,7 @@
  *
  * sink_table.c
  *	  A pipeline's sink table, as a sink: rows through the bulk path
- *	  (sink.c) when the table allows it, through SQL otherwise; windows
+ *	  (bulk.c) when the table allows it, through SQL otherwise; windows
  *	  emitted for the first time inserted, rows already there upserted.
  *
  * Runs in the process that applies a checkpoint (the worker, or its
@@ -18,9 +18,12 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "sink/bulk.h"
 #include "sink/sink_table.h"
@@ -32,14 +35,123 @@ typedef struct SinkTable
 	WeirPipelineRow *row;
 	WeirPlan   *plan;
 	MemoryContext cxt;			/* what outlives a checkpoint */
-	int		   *sink_map;		/* sink attribute of each of our columns (sink.c) */
+	int		   *sink_map;		/* sink attribute of each of our columns (bulk.c) */
 	SPIPlanPtr	upsert_plan;	/* rows already emitted */
 	SPIPlanPtr	insert_plan;	/* first emission of a window */
 	SPIPlanPtr	delete_plan;
 } SinkTable;
 
 /*
- * Rows through the bulk path (sink.c), when the sink allows it: first
+ * The sink's insert, prepared once per worker and kept:
+ *	INSERT INTO sink (columns) SELECT * FROM unnest($1, ..., $n)
+ * and with upsert, for rows already emitted (late updates, emit updates):
+ *	... ON CONFLICT (key columns) DO UPDATE SET other columns
+ * Parameters are arrays, one per column.  Must be called inside SPI.
+ */
+static SPIPlanPtr
+prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
+{
+	StringInfoData sql;
+	int			ncols = plan->nsinkcols;
+	Oid		   *types = palloc(sizeof(Oid) * ncols);
+	SPIPlanPtr	prepared;
+
+	Assert(!upsert || plan->nsinkkey > 0);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+												get_rel_name(sink)));
+	for (int i = 0; i < ncols; i++)
+	{
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->sinkcols[i].name));
+		types[i] = get_array_type(plan->sinkcols[i].type);
+	}
+	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
+	for (int i = 0; i < ncols; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfoChar(&sql, ')');
+	if (upsert)
+	{
+		for (int i = 0; i < plan->nsinkkey; i++)
+			appendStringInfo(&sql, "%s%s", i == 0 ? " ON CONFLICT (" : ", ",
+							 quote_identifier(plan->sinkcols[i].name));
+		appendStringInfoString(&sql, ") DO UPDATE SET ");
+		for (int i = plan->nsinkkey; i < ncols; i++)
+		{
+			const char *c = quote_identifier(plan->sinkcols[i].name);
+
+			appendStringInfo(&sql, "%s%s = EXCLUDED.%s", i > plan->nsinkkey ? ", " : "", c, c);
+		}
+	}
+
+	prepared = weir_catalog_prepare_hiding_sql(sql.data, ncols, types);
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return prepared;
+}
+
+/*
+ * The sink's retraction by its key, prepared once per worker and kept:
+ *	DELETE FROM sink s USING unnest($1, ..., $k) AS d(key columns)
+ *	WHERE s.c1 = d.c1 AND ...
+ * Used when session windows merge and a row already emitted must go.
+ */
+static SPIPlanPtr
+prepare_sink_delete(WeirPlan *plan, Oid sink)
+{
+	StringInfoData sql;
+	StringInfoData cols;
+	StringInfoData cond;
+	int			nkey = plan->nsinkkey;
+	Oid		   *types = palloc(sizeof(Oid) * Max(nkey, 1));
+	SPIPlanPtr	prepared;
+
+	Assert(nkey > 0);
+	initStringInfo(&sql);
+	initStringInfo(&cols);
+	initStringInfo(&cond);
+	for (int i = 0; i < nkey; i++)
+	{
+		const char *k = quote_identifier(plan->sinkcols[i].name);
+
+		appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "", k);
+		appendStringInfo(&cond, "%ss.%s = d.%s", i > 0 ? " AND " : "", k, k);
+		types[i] = get_array_type(plan->sinkcols[i].type);
+	}
+	appendStringInfo(&sql, "DELETE FROM %s s USING unnest(",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+												get_rel_name(sink)));
+	for (int i = 0; i < nkey; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfo(&sql, ") AS d(%s) WHERE %s", cols.data, cond.data);
+	prepared = weir_catalog_prepare_hiding_sql(sql.data, nkey, types);
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return prepared;
+}
+
+static void
+run_sink_delete(SPIPlanPtr delete_plan, Datum *arrays)
+{
+	int			rc = weir_catalog_execute_hiding_sql(delete_plan, arrays);
+
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "sink retraction failed: %s", SPI_result_code_string(rc));
+}
+
+/* Run the sink upsert; the caller is in SPI, as the pipeline's owner. */
+static void
+run_sink_write(SPIPlanPtr sink_plan, Datum *arrays)
+{
+	int			rc = weir_catalog_execute_hiding_sql(sink_plan, arrays);
+
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "sink write failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * Rows through the bulk path (bulk.c), when the sink allows it: first
  * emissions inserted, rows already in the sink updated in place.  False:
  * not (all) done, SQL must.
  */
@@ -81,8 +193,8 @@ sql_write(SinkTable *st, WeirColumn *cols, int ncols, bool upsert)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (*plan == NULL)
-		*plan = weir_catalog_prepare_sink(st->plan, st->row->sink, upsert);
-	weir_catalog_write_sink(*plan, arrays);
+		*plan = prepare_sink(st->plan, st->row->sink, upsert);
+	run_sink_write(*plan, arrays);
 	SPI_finish();
 }
 
@@ -142,8 +254,8 @@ table_delete(WeirSink *sink, WeirColumn *key, int nkey)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (st->delete_plan == NULL)
-		st->delete_plan = weir_catalog_prepare_sink_delete(st->plan, st->row->sink);
-	weir_catalog_delete_sink(st->delete_plan, arrays);
+		st->delete_plan = prepare_sink_delete(st->plan, st->row->sink);
+	run_sink_delete(st->delete_plan, arrays);
 	SPI_finish();
 }
 

@@ -12,7 +12,7 @@
  *	  own partition when there is no key) and takes a position
  *	  (partition.c).  Any pos given by the producer is replaced.
  *	- weir_append_only, BEFORE UPDATE OR DELETE OR TRUNCATE FOR EACH
- *	  STATEMENT: refuses them, except for retention (weir_topic_trimming).
+ *	  STATEMENT: refuses them, except for retention (weir_catalog_trimming).
  *	  Readers rely on committed rows never changing, and crash recovery on
  *	  the newest row of a partition never disappearing.
  *
@@ -58,9 +58,6 @@
 #include "base/settings.h"
 #include "base/sql_args.h"
 #include "topic/topic.h"
-
-/* set by retention while it deletes consumed rows */
-bool		weir_topic_trimming = false;
 
 static HTAB *topic_cache = NULL;
 
@@ -392,7 +389,7 @@ weir_append_only(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "weir_append_only must be fired as a trigger");
-	if (weir_topic_trimming &&
+	if (weir_catalog_trimming &&
 		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		return PointerGetDatum(NULL);
 

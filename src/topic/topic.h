@@ -33,8 +33,6 @@ typedef struct WeirTopic
 	int		   *slotnos;		/* [partitions], -1 until resolved */
 } WeirTopic;
 
-extern bool weir_topic_trimming;
-
 extern WeirTopic *weir_topic_get(Relation rel);
 extern WeirTopic *weir_topic_lookup(Relation rel);
 extern void weir_topic_check_partition(WeirTopic *topic, Relation rel, int32 part);
