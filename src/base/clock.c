@@ -3,7 +3,7 @@
  * clock.c
  *	  The one source of "now" for everything time-dependent in weir.
  *
- * Retention (and later watermarks, idle timeouts and windows) ask this file
+ * Retention, idle timeouts and checkpoint timing ask this file
  * for the time, never GetCurrentTimestamp() directly, so that tests can move
  * weir's clock forward with the superuser-only GUC weir.clock_offset instead
  * of sleeping.

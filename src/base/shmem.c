@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  Fixed shared memory of weir: the launcher's identity and the array of
- *	  topic partition slots.
+ *	  Fixed shared memory of weir: the launcher's identity, the array of
+ *	  topic partition slots and the array of pipeline slots (shmem.h has
+ *	  the locking contract).
  *
  * Sizes come from weir.max_partitions and MaxBackends (a slot holds one
  * producer registration per backend, since a backend runs one transaction at

@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.c
- *	  Every SQL statement weir runs: its catalog tables (weir.topic,
- *	  weir.consumer_position, weir.topic_time_index) and the statements it
- *	  runs on topic tables.
+ *	  SQL on weir's topic catalog (weir.topic, weir.consumer_position,
+ *	  weir.topic_time_index) and on topic tables, and the means every
+ *	  catalog file uses: running as weir's owner or as a role, and keeping
+ *	  weir's SQL out of error contexts.
  *
  * Catalog statements run as the owner of the weir schema with search_path
- * pinned to pg_catalog (privileged_begin/end): the callers have already
+ * pg_catalog, pg_temp (privileged_begin/end, act_as.c): the callers have already
  * checked the user's rights on the topic itself, and users get no write
  * access to the catalog.  Statements that create or drop a user's table run
  * as the user.  All values travel as typed SPI parameters; identifiers go

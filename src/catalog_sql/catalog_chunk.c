@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * catalog_chunk.c
- *	  SQL on weir.pipeline_chunk: the checkpointed state of keyed operators
- *	  (dedup), one chunk of changed entries per checkpoint.
+ *	  SQL on weir.pipeline_chunk: the checkpointed state of every operator
+ *	  (windows and keyed entries), one chunk of changed entries per
+ *	  checkpoint and operator space.
  *
  * As in catalog.c, statements run as the owner of the weir schema with a
  * pinned search_path.

@@ -90,7 +90,8 @@ typedef struct WeirPipelineRow
 	int64		max_state_memory;	/* bytes */
 	bool		enabled;
 	TimestampTz created_at;		/* tells apart pipelines that reuse an id */
-	char	   *operator;		/* "window", "dedup", "last_value", "projection" */
+	char	   *operator;		/* "window", "dedup", "last_value", "join",
+								 * "projection" */
 	bool		has_horizon;	/* dedup */
 	Interval	horizon;
 	bool		has_ttl;		/* last_value */

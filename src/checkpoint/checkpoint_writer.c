@@ -4,11 +4,11 @@
  *	  A pipeline's checkpoint writer: a second process that writes the
  *	  worker's checkpoints while the worker reads on.
  *
- * Writing a checkpoint (mostly the sink rows: a btree insertion each) used
- * to stop the worker for as long as it took.  Now the worker only collects
+ * Writing a checkpoint (mostly the sink rows: a btree insertion each) would
+ * stop the worker for as long as it takes.  So the worker only collects
  * what changed into a package (checkpoint_package.c: copies, so its state
  * moves on at once) and sends it over a shm_mq to this process, which
- * writes it in one transaction of its own, exactly as the worker did
+ * applies it in one transaction of its own, as the worker would
  * (checkpoint_apply.c), and commits.  One checkpoint is
  * in flight at a time: the worker collects the next only after the writer
  * has committed the last (it reads on meanwhile), so checkpoints commit in
@@ -335,9 +335,9 @@ writer_error_context(void *arg)
 }
 
 /*
- * The pipeline as the writer needs it: its row, plan and slot, as its
- * owner with the search_path it was created with (sink rows are written as
- * the owner, like the worker's).
+ * The pipeline as the writer needs it: its row, plan, slot and sink, acting
+ * as its owner with search_path pg_catalog, pg_temp (weir_pipeline_act_as_owner:
+ * sink rows are written as the owner, like the worker's).
  */
 static WeirCheckpointTarget *
 writer_setup(int32 id)

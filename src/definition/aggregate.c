@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * aggregate.c
- *	  The fast path for count, sum, min, max and avg: states are a few flat
- *	  bytes per window, no pointers, no palloc per record.
+ *	  Aggregates of windows: the fast path for count, sum, min, max and avg
+ *	  (states a few flat bytes per window, no pointers, no palloc per
+ *	  record), and the generic path for any combinable aggregate (its
+ *	  transition, combine, serialise and final functions from pg_aggregate).
  *
  * Layouts, at WeirAggSpec.offset within a window's state bytes:
  *	count:			int64 n

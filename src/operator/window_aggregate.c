@@ -2,9 +2,10 @@
  *
  * window_aggregate.c
  *	  The window aggregate operator: records into the aggregate states of
- *	  their key's tumbling, hopping or session windows; windows fire as the
- *	  watermark passes their end + allowed lateness; their rows go to the
- *	  sink at the next checkpoint.
+ *	  their key's tumbling, hopping or session windows; a window fires when
+ *	  the watermark reaches its end (its row goes to the sink at the next
+ *	  checkpoint), takes late records until the watermark passes its end +
+ *	  allowed lateness (its row written again), and then leaves memory.
  *
  * The windows themselves and their firing are window.c's, their memory
  * and index the store's (store.c), their checkpoint chunks
@@ -97,7 +98,7 @@ window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 	return placed ? WEIR_APPLIED : WEIR_LATE;
 }
 
-/* Windows whose end + lateness the watermark passed fire. */
+/* Windows whose end the watermark reached fire; those past end + lateness leave. */
 static bool
 window_expire(WeirOperator *op, TimestampTz watermark)
 {

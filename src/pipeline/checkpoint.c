@@ -10,9 +10,10 @@
  * changed, the positions and per-partition maximum event times, the dead
  * letters and late records, and a weir.checkpoints row with the phase
  * timings.  The worker collects it into a package (checkpoint_package.h)
- * while processing is stopped; the package is applied in a transaction
- * of its own, by the checkpoint writer (checkpoint_writer.c) while the
- * worker reads on, or by the worker itself.  After a crash, restoring that
+ * while processing is stopped; the package is applied (checkpoint_apply.c)
+ * by the checkpoint writer (checkpoint_writer.c) in a transaction of its
+ * own while the worker reads on, or, without a writer, by the worker in its
+ * round's transaction.  After a crash, restoring that
  * state and resuming after those positions gives the sink and the state a
  * run without the crash would have given.
  *

@@ -317,6 +317,9 @@ weir_read_ahead_main(Datum main_arg)
 	WeirPipelineSlot *slot;
 	Sender		sender;
 	long		idle_ms;
+	int64		interval;		/* us: the checkpoint interval */
+	TimestampTz idle_since = 0; /* no rows read since; 0 while reading */
+	bool		memory_released = false;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -349,9 +352,8 @@ weir_read_ahead_main(Datum main_arg)
 	SpinLockRelease(&shared->mutex);
 	initStringInfo(&sender.buf);
 	sender.sizes = palloc0(sizeof(Size) * Max(rd->batch_stride, 1));
-	idle_ms = Min(READ_AHEAD_IDLE_MS,
-				  weir_interval_usecs(&rd->row.checkpoint_interval, "checkpoint_interval") / 1000);
-	idle_ms = Max(idle_ms, 1);
+	interval = weir_interval_usecs(&rd->row.checkpoint_interval, "checkpoint_interval");
+	idle_ms = Max(Min(READ_AHEAD_IDLE_MS, interval / 1000), 1);
 
 	for (;;)
 	{
@@ -396,8 +398,21 @@ weir_read_ahead_main(Datum main_arg)
 		PG_END_TRY();
 		pgstat_report_activity(STATE_IDLE, NULL);
 		send_or_exit(sender.mqh, &end, sizeof(end));
-		if (end.got == 0)
-			idle_wait(shared, idle_ms);
+		if (end.got > 0)
+		{
+			idle_since = 0;
+			memory_released = false;
+			continue;
+		}
+		/* memory kept for the next busy spell goes back when idle a while, as the worker's */
+		if (idle_since == 0)
+			idle_since = weir_clock_now();
+		else if (!memory_released && weir_clock_now() - idle_since >= interval)
+		{
+			weir_memory_release_freed();
+			memory_released = true;
+		}
+		idle_wait(shared, idle_ms);
 	}
 }
 

@@ -4,9 +4,10 @@
  *	  weir.skip(): the last resort for a record that stops a pipeline.
  *
  * Records that cannot be processed or written become dead letters by
- * themselves (worker.c, sink_guard.c).  Should one still stop a pipeline
- * (an error weir does not attribute to a record, such as an aggregate's
- * transition function failing on the generic path), the pipeline's error
+ * themselves (reading.c, sink_guard.c; a generic aggregate's transition
+ * function that fails on a record, through weir_skip_after_failure below).
+ * Should one still stop a pipeline (an error weir does not attribute to a
+ * record, such as a generic aggregate's serialise function), the pipeline's error
  * names the topic, partition and position it was at, and its owner can
  * move it past that record:
  *	SELECT weir.skip('pipeline', 'topic', partition, position);

@@ -12,9 +12,9 @@
  * user, no CHECK constraints, no generated columns, exactly the pipeline's
  * columns (in any order), NOT NULL only where weir never writes null, and
  * INSERT granted to the current user (the pipeline's owner).  Anything else goes through SQL
- * (catalog_pipeline.c).  Unique keys are still enforced by the index
- * insertion, so a row already in the sink raises a unique violation, which
- * checkpoint.c answers by upserting.
+ * (sink_table.c).  Unique keys are still enforced by the index insertion,
+ * so a row already in the sink raises a unique violation, which
+ * sink_table.c answers by upserting.
  *
  * Copyright (c) 2026, weir developers
  *

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * keyed.c
- *	  State of keyed operators (deduplication, last value per key): one
- *	  entry per key, its expiry, and its checkpoint as chunks.
+ *	  State of keyed operators (deduplication, last value per key, interval
+ *	  join): one entry per key, its expiry, and its checkpoint as chunks.
  *
  * Memory.  Each key is one entry in the pipeline's state store (store.h:
  * start = the space, which the store indexes but links nowhere), holding

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * keyed.h
- *	  State of keyed operators (deduplication, last value per key): one
- *	  entry per key in the pipeline's DSA area, expired by the watermark,
- *	  checkpointed as chunks.
+ *	  State of keyed operators (deduplication, last value per key, interval
+ *	  join): one entry per key in the pipeline's store (store.h), expired by
+ *	  the watermark, checkpointed as chunks.
  *
  * Copyright (c) 2026, weir developers
  *
