@@ -47,6 +47,7 @@ OBJS = \
 	src/definition/key_image.o \
 	src/definition/pipeline_plan.o \
 	src/operator/operator.o \
+	src/operator/keyed_ops.o \
 	src/operator/output.o \
 	src/operator/projection.o \
 	src/operator/window_aggregate.o \

@@ -29,6 +29,7 @@
 #include "utils/memutils.h"
 
 #include "operator/dedup.h"
+#include "operator/keyed_ops.h"
 #include "operator/output.h"
 
 typedef struct WeirDedup
@@ -105,38 +106,12 @@ dedup_after_checkpoint(WeirOperator *op)
 	return false;
 }
 
-static void
-dedup_chunks_deleted(WeirOperator *op, int64 bytes)
-{
-	WeirDedup  *d = op->state;
-
-	weir_keyed_chunks_deleted(d->ids, bytes);
-}
-
-static int64
-dedup_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64 *bytes,
-				bool *owes_rows)
-{
-	WeirDedup  *d = op->state;
-
-	*owes_rows = false;
-	return weir_keyed_restore(d->ids, pipeline_id, watermark, bytes);
-}
-
 static int64
 dedup_pending_sink_rows(WeirOperator *op)
 {
 	WeirDedup  *d = op->state;
 
 	return d->kept.pending[0].n;
-}
-
-static int64
-dedup_held_entries(WeirOperator *op)
-{
-	WeirDedup  *d = op->state;
-
-	return d->ids->nheld;
 }
 
 static const WeirOperatorOps dedup_ops = {
@@ -146,10 +121,10 @@ static const WeirOperatorOps dedup_ops = {
 	.expire = dedup_expire,
 	.collect = dedup_collect,
 	.after_checkpoint = dedup_after_checkpoint,
-	.chunks_deleted = dedup_chunks_deleted,
-	.restore = dedup_restore,
+	.chunks_deleted = weir_keyed_ops_chunks_deleted,
+	.restore = weir_keyed_ops_restore,
 	.pending_sink_rows = dedup_pending_sink_rows,
-	.held_entries = dedup_held_entries,
+	.held_entries = weir_keyed_ops_held_entries,
 };
 
 void

@@ -45,6 +45,7 @@
 #include "utils/memutils.h"
 
 #include "operator/join.h"
+#include "operator/keyed_ops.h"
 #include "operator/output.h"
 #include "state/row_arena.h"
 
@@ -80,7 +81,6 @@ typedef struct WeirJoin
 	bool	   *their_nulls;
 	Datum	   *own;
 } WeirJoin;
-
 
 /*
  * A buffered row: what deciding and emitting its pairs needs (its time, its
@@ -630,38 +630,12 @@ join_after_checkpoint(WeirOperator *op)
 	return j->pending[0].n > 0;
 }
 
-static void
-join_chunks_deleted(WeirOperator *op, int64 bytes)
-{
-	WeirJoin   *j = op->state;
-
-	weir_keyed_chunks_deleted(j->keys, bytes);
-}
-
-static int64
-join_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64 *bytes,
-				bool *owes_rows)
-{
-	WeirJoin   *j = op->state;
-
-	*owes_rows = false;
-	return weir_keyed_restore(j->keys, pipeline_id, watermark, bytes);
-}
-
 static int64
 join_pending_sink_rows(WeirOperator *op)
 {
 	WeirJoin   *j = op->state;
 
 	return j->pending[0].n;
-}
-
-static int64
-join_held_entries(WeirOperator *op)
-{
-	WeirJoin   *j = op->state;
-
-	return j->keys->nheld;
 }
 
 static const WeirOperatorOps join_ops = {
@@ -671,10 +645,10 @@ static const WeirOperatorOps join_ops = {
 	.expire = join_expire,
 	.collect = join_collect,
 	.after_checkpoint = join_after_checkpoint,
-	.chunks_deleted = join_chunks_deleted,
-	.restore = join_restore,
+	.chunks_deleted = weir_keyed_ops_chunks_deleted,
+	.restore = weir_keyed_ops_restore,
 	.pending_sink_rows = join_pending_sink_rows,
-	.held_entries = join_held_entries,
+	.held_entries = weir_keyed_ops_held_entries,
 };
 
 void

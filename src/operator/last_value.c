@@ -33,6 +33,7 @@
 
 #include "definition/key_image.h"
 #include "operator/last_value.h"
+#include "operator/keyed_ops.h"
 #include "operator/output.h"
 
 typedef struct WeirLastValue
@@ -235,40 +236,12 @@ last_value_after_checkpoint(WeirOperator *op)
 	return false;
 }
 
-static void
-last_value_chunks_deleted(WeirOperator *op, int64 bytes)
-{
-	WeirLastValue *lv = op->state;
-
-	weir_keyed_chunks_deleted(lv->keys, bytes);
-}
-
-static int64
-last_value_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64 *bytes,
-				bool *owes_rows)
-{
-	WeirLastValue *lv = op->state;
-	int64		keys = weir_keyed_restore(lv->keys, pipeline_id, watermark, bytes);
-
-	/* keys that expired since owe deletions of their rows (keyed.c) */
-	*owes_rows = lv->keys->removed != NIL;
-	return keys;
-}
-
 static int64
 last_value_pending_sink_rows(WeirOperator *op)
 {
 	WeirLastValue *lv = op->state;
 
 	return lv->npending;
-}
-
-static int64
-last_value_held_entries(WeirOperator *op)
-{
-	WeirLastValue *lv = op->state;
-
-	return lv->keys->nheld;
 }
 
 /*
@@ -282,10 +255,10 @@ static const WeirOperatorOps last_value_ops = {
 	.expire = last_value_expire,
 	.collect = last_value_collect,
 	.after_checkpoint = last_value_after_checkpoint,
-	.chunks_deleted = last_value_chunks_deleted,
-	.restore = last_value_restore,
+	.chunks_deleted = weir_keyed_ops_chunks_deleted,
+	.restore = weir_keyed_ops_restore,
 	.pending_sink_rows = last_value_pending_sink_rows,
-	.held_entries = last_value_held_entries,
+	.held_entries = weir_keyed_ops_held_entries,
 };
 
 void
