@@ -27,6 +27,12 @@
  *	pending_sink_rows	about how many rows the next checkpoint writes
  *	held_entries		expired entries that wait for the next checkpoint
  *
+ * Statistics are pending_sink_rows and held_entries, with the store's own
+ * counts (entries, bytes: store.h), which the worker publishes in its
+ * pipeline slot.  Live state is not a call: weir.live_state runs in another
+ * backend, which has no operator, and reads the store's entries through
+ * its root (pipeline/live.c), as the entry layout (store.h) lets it.
+ *
  * Every call runs in the worker, in the memory context the caller is in
  * unless it says otherwise; the operator keeps what outlives a call in
  * env.cxt.  Errors are ereport()ed; running out of state memory is not an
