@@ -9,8 +9,8 @@
  * that is tens of megabytes a checkpoint, in memory contexts whose large
  * blocks glibc maps and unmaps one by one, or trims off the top of the
  * heap, so that the next checkpoint's memory is new pages again: a page
- * fault costs about 4 us on the machines here, and they were ~15% of a
- * tumbling worker's time (perf).  So these processes ask glibc to keep
+ * fault costs microseconds, a large share of a worker's time through a
+ * backlog (bench/README.md).  So these processes ask glibc to keep
  * what is freed for reuse (blocks below 32 MB from the heap, the heap's
  * top trimmed only past 256 MB free), and give the rest back themselves
  * once idle for a while (weir_memory_release_freed), so that a burst does

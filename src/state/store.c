@@ -87,8 +87,8 @@ start_hash_slot(TimestampTz start)
 /*
  * The hash of a window start, from the store's few remembered ones when it
  * is there: a batch's records fall in a few windows (a keyed entry's start
- * never changes), and hashing each record's starts again was some 120
- * instructions a record in a join.
+ * never changes), and hashing each record's starts again would cost some
+ * 120 instructions a record in a join.
  */
 static inline uint32
 start_hash(WeirStore *store, TimestampTz start)
@@ -567,10 +567,10 @@ weir_store_shrink(WeirStore *store)
  * one, so a slot followed by an empty one can be empty itself (no probe
  * needs to pass it), and so can the deleted slots before it.  This clears
  * most deleted slots as they are made, without knowing any window's hash:
- * a keyed store whose keys come and go (a join's, a dedup's ids) otherwise
- * filled with deleted slots, and rebuilding it every few tens of thousands
- * of new keys (hashing every live key again, each a cache miss) was ~8% of
- * a join's time.
+ * a keyed store whose keys come and go (a join's, a dedup's ids) would
+ * otherwise fill with deleted slots, and rebuilding it every few tens of
+ * thousands of new keys (hashing every live key again, each a cache miss)
+ * costs a join a noticeable share of its time.
  */
 static void
 mark_deleted(WeirStore *store, uint32 slot)

@@ -13,7 +13,7 @@
  * itself (the pipeline worker, by batch) takes weir_reader_scan_heap_order:
  * the index gives the TIDs of a position range as a bitmap, and each heap
  * page is then read once, under one lock, as PostgreSQL's bitmap heap scan
- * does; reading a partition so was about 1.3x faster.
+ * does, which reads a partition faster (bench/README.md).
  *
  * Copyright (c) 2026, weir developers
  *
