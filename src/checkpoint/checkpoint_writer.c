@@ -450,14 +450,24 @@ weir_checkpoint_writer_main(Datum main_arg)
 			res = shm_mq_receive(mqh, &len, &data, true);
 			if (res == SHM_MQ_WOULD_BLOCK)
 			{
-				/* memory kept for packages goes back when idle a while */
 				int			rc = WaitLatch(MyLatch,
-										   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
-										   (memory_released ? 0 : WL_TIMEOUT),
+										   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 										   WRITER_IDLE_RELEASE_MS, PG_WAIT_EXTENSION);
 
 				ResetLatch(MyLatch);
-				if (rc & WL_TIMEOUT)
+
+				/*
+				 * A worker that exited before it attached the queue (stopped
+				 * while it started this process) never detaches it: the
+				 * writer would wait for it, holding the pipeline's writer
+				 * lock, and the next worker would wait for the writer.  Its
+				 * slot's generation tells that it is gone.
+				 */
+				if (weir_shmem_pipeline_generation(writer->slot) !=
+					writer_shared->worker_generation)
+					break;
+				/* memory kept for packages goes back when idle a while */
+				if ((rc & WL_TIMEOUT) && !memory_released)
 				{
 					MemoryContextReset(package_cxt);
 					weir_memory_release_freed();

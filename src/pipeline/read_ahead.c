@@ -456,6 +456,7 @@ weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
 	Size		shared_bytes = SHARED_BYTES(rd->partitions);
 	shm_mq	   *mq;
 	pid_t		pid;
+	bool		registered;
 
 	if (!weir_reads_ahead(rd->plan->op))
 		return NULL;
@@ -496,9 +497,21 @@ weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "weir read-ahead");
 	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(ra->seg));
 	bgw.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&bgw, &ra->handle) ||
-		WaitForBackgroundWorkerStartup(ra->handle, &pid) != BGWH_STARTED)
+	registered = RegisterDynamicBackgroundWorker(&bgw, &ra->handle);
+	/*
+	 * It goes with its worker, however the worker exits, even while it
+	 * waits for it to start (a process whose worker never attached the
+	 * queue would wait for it, holding a background worker slot).
+	 */
+	if (registered)
+		before_shmem_exit(terminate_at_exit, PointerGetDatum(ra->handle));
+	if (!registered || WaitForBackgroundWorkerStartup(ra->handle, &pid) != BGWH_STARTED)
 	{
+		if (registered)
+		{
+			cancel_before_shmem_exit(terminate_at_exit, PointerGetDatum(ra->handle));
+			TerminateBackgroundWorker(ra->handle);
+		}
 		ereport(LOG,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("weir pipeline \"%s\" could not start its read-ahead process; its worker reads itself",
@@ -512,8 +525,6 @@ weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
 	}
 	/* a process that exits before it attaches detaches the queue */
 	ra->mqh = shm_mq_attach(mq, ra->seg, ra->handle);
-	/* it goes with its worker, however the worker exits */
-	before_shmem_exit(terminate_at_exit, PointerGetDatum(ra->handle));
 	/* weir.pipelines shows it */
 	SpinLockAcquire(&slot->mutex);
 	slot->reader_pid = pid;
