@@ -586,7 +586,6 @@ weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
 	return checkpoint_id;
 }
 
-
 void
 weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
 							 Datum max_event_times)

@@ -17,7 +17,6 @@
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
 
-
 /*
  * A pipeline's status: weir.pipeline.status holds weir_pipeline_status_name
  * of it (the text tests and the weir.pipelines view compare).  The view
@@ -144,6 +143,5 @@ extern void weir_catalog_write_restore(int32 id, int64 checkpoint_id,
 extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
 											Datum positions, Datum errors,
 											Datum records);
-
 
 #endif							/* WEIR_CATALOG_PIPELINE_H */

@@ -157,7 +157,6 @@ init_expressions(WeirReading *rd)
 	MemoryContextSwitchTo(oldcxt);
 }
 
-
 /* The error of a record to move past (skip.c), or NULL. */
 static const char *
 skip_requested(WeirReading *rd, Oid source, int32 part, int64 position)
@@ -366,7 +365,6 @@ eval_row_guarded(void *arg, TupleTableSlot *slot, int32 part, int64 position)
 	FreeErrorData(edata);
 }
 
-
 static int
 position_cmp(const void *a, const void *b)
 {
@@ -456,7 +454,6 @@ evaluate_partitions(WeirReading *rd, int32 first, int n, const int64 *bounds,
 		scan_group(rd, snapshot, eval_row_guarded);
 }
 
-
 /*
  * One round of reading; returns the number of rows read.  *caught_up: every
  * partition was read up to the bound computed at the start of the round.
@@ -510,7 +507,6 @@ weir_reading_round(WeirReading *rd, TimestampTz now, int64 *lag, bool *caught_up
 	pfree(bounds);
 	return total;
 }
-
 
 /*
  * The event times a record may have (WeirReading.min_event_time): every

@@ -123,7 +123,6 @@ worker_error_context(void *arg)
 		errcontext("while processing pipeline \"%s\"", w->in.row.name);
 }
 
-
 static void
 add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 {

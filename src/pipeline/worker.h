@@ -86,5 +86,4 @@ typedef struct WeirWorker
 
 extern PGDLLEXPORT void weir_worker_main(Datum main_arg);
 
-
 #endif							/* WEIR_WORKER_H */

@@ -32,7 +32,6 @@
 #include "definition/key_image.h"
 #include "state/store.h"
 
-
 #define SLOT_EMPTY		InvalidDsaPointer
 #define SLOT_DELETED	((dsa_pointer) 1)	/* no allocation sits at offset 1 */
 

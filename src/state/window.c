@@ -73,7 +73,6 @@ typedef struct SessionKey
 
 static void retire(WeirWindows *ws, dsa_pointer dp, bool merged);
 
-
 TimestampTz
 weir_window_end(WeirStoreRoot *root, WeirPlan *plan, WeirEntry *w)
 {
