@@ -117,6 +117,7 @@ dedup_pending_sink_rows(WeirOperator *op)
 static const WeirOperatorOps dedup_ops = {
 	.state_noun = "ids",
 	.rows_once = true,
+	.worker_bound = true,
 	.apply = dedup_apply,
 	.expire = dedup_expire,
 	.collect = dedup_collect,

@@ -641,6 +641,7 @@ join_pending_sink_rows(WeirOperator *op)
 static const WeirOperatorOps join_ops = {
 	.state_noun = "keys",
 	.rows_once = true,
+	.worker_bound = true,
 	.apply = join_apply,
 	.expire = join_expire,
 	.collect = join_collect,

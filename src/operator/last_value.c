@@ -251,6 +251,7 @@ last_value_pending_sink_rows(WeirOperator *op)
 static const WeirOperatorOps last_value_ops = {
 	.state_noun = "keys",
 	.rows_once = false,
+	.worker_bound = true,
 	.apply = last_value_apply,
 	.expire = last_value_expire,
 	.collect = last_value_collect,

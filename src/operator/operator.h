@@ -117,6 +117,13 @@ typedef struct WeirOperatorOps
 	 */
 	bool		rows_once;
 
+	/*
+	 * Whether its worker, rather than its checkpoint writer, is as a rule
+	 * the busier process, so that a read-ahead process pays its way
+	 * (weir.read_ahead = auto: pipeline/read_ahead.c).
+	 */
+	bool		worker_bound;
+
 	WeirApplied (*apply) (WeirOperator *op, const WeirRecord *r, TimestampTz watermark);
 	bool		(*expire) (WeirOperator *op, TimestampTz watermark);	/* true: rows owed */
 	void		(*collect) (WeirOperator *op, struct WeirPackage *pkg,

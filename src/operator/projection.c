@@ -73,6 +73,7 @@ projection_held_entries(WeirOperator *op)
 static const WeirOperatorOps projection_ops = {
 	.state_noun = "keys",
 	.rows_once = true,
+	.worker_bound = false,
 	.apply = projection_apply,
 	.expire = projection_expire,
 	.collect = projection_collect,

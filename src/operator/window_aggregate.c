@@ -332,6 +332,7 @@ window_held_entries(WeirOperator *op)
 static const WeirOperatorOps window_ops = {
 	.state_noun = "windows",
 	.rows_once = true,
+	.worker_bound = false,
 	.apply = window_apply,
 	.expire = window_expire,
 	.collect = window_collect,

@@ -7,7 +7,7 @@
  * Reading topics (index, heap, deforming) and evaluating the user's
  * expressions is about a quarter of a join worker's time, while the second
  * core is mostly idle.  When its pipeline reads ahead (weir.read_ahead:
- * weir_reads_ahead), a worker starts this process once it has restored,
+ * reads_ahead), a worker starts this process once it has restored,
  * handing it the positions it restored.  The
  * process reads rounds exactly as the worker would (weir_reading_round:
  * the same bounds, snapshot, batches, subtransactions, dead letters) and
@@ -425,17 +425,18 @@ terminate_at_exit(int code, Datum arg)
 }
 
 /*
- * Whether a pipeline of kind `op` reads ahead (weir.read_ahead).  auto: the
- * keyed operators, whose worker is as a rule the busier process; not window
- * aggregates, whose checkpoint writer is (on 2 cores the read-ahead process
- * and the writer would share the second core), nor projections (nothing
- * to apply: their writer does the work).  bench/README.md has the figures.
+ * Whether a pipeline reads ahead (weir.read_ahead).  auto: when its
+ * operator's worker is as a rule the busier process (the keyed operators:
+ * operator.h worker_bound); not window aggregates, whose checkpoint writer
+ * is (on 2 cores the read-ahead process and the writer would share the
+ * second core), nor projections (nothing to apply: their writer does the
+ * work).  bench/README.md has the figures.
  */
-bool
-weir_reads_ahead(WeirOperatorKind op)
+static bool
+reads_ahead(bool worker_bound)
 {
 	if (weir_read_ahead == WEIR_READ_AHEAD_AUTO)
-		return op == WEIR_OP_DEDUP || op == WEIR_OP_LAST_VALUE || op == WEIR_OP_JOIN;
+		return worker_bound;
 	return weir_read_ahead == WEIR_READ_AHEAD_ON;
 }
 
@@ -448,7 +449,7 @@ weir_reads_ahead(WeirOperatorKind op)
  */
 WeirReadAhead *
 weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
-					  WeirGroupDone apply, void *apply_arg)
+					  bool worker_bound, WeirGroupDone apply, void *apply_arg)
 {
 	MemoryContext oldcxt;
 	WeirReadAhead *ra;
@@ -458,7 +459,7 @@ weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
 	pid_t		pid;
 	bool		registered;
 
-	if (!weir_reads_ahead(rd->plan->op))
+	if (!reads_ahead(worker_bound))
 		return NULL;
 	if (!weir_shmem_reserve_helper(&slot->has_reader, pipelines))
 	{

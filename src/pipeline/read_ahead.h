@@ -33,10 +33,9 @@ typedef struct WeirReadAheadRound
 
 extern PGDLLEXPORT void weir_read_ahead_main(Datum main_arg);
 
-extern bool weir_reads_ahead(WeirOperatorKind op);
 extern WeirReadAhead *weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot,
-											 int pipelines, WeirGroupDone apply,
-											 void *apply_arg);
+											 int pipelines, bool worker_bound,
+											 WeirGroupDone apply, void *apply_arg);
 extern int64 weir_read_ahead_round(WeirReadAhead *ra, TimestampTz now,
 								   TimestampTz next_checkpoint, int64 served,
 								   bool in_flight, WeirReadAheadRound *round);

@@ -797,6 +797,7 @@ weir_worker_main(Datum main_arg)
 		worker->writer = weir_writer_start(&worker->in.row, worker->slot, worker->checkpoint_id,
 										   pipelines, worker->in.cxt);
 		worker->read_ahead = weir_read_ahead_start(&worker->in, worker->slot, pipelines,
+												   worker->op->ops->worker_bound,
 												   apply_group, worker);
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
 		weir_round_begin();
