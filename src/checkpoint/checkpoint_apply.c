@@ -100,7 +100,8 @@ sink_guard(WeirSink *sink)
 	WeirGuardTarget t;
 
 	t.relid = sink->relid;
-	t.what = sink->what;
+	/* named as it is now: a sink renamed since the start is named so */
+	t.what = psprintf("sink \"%s\"", get_rel_name(sink->relid));
 	t.positions = false;
 	t.names = sink->names;
 	t.recheck = recheck_sink;

@@ -44,7 +44,6 @@ struct WeirSink
 {
 	const WeirSinkOps *ops;
 	Oid			relid;			/* dead letters of the sink name it */
-	const char *what;			/* 'sink "x"', for their errors */
 	const char *const *names;	/* its columns' names, for their JSON */
 };
 

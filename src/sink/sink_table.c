@@ -275,7 +275,7 @@ static const WeirSinkOps table_ops = {
 
 /*
  * The sink table of the pipeline `row` (which must outlive it), in cxt.
- * Needs a transaction (the table's name).
+ * Needs no transaction.
  */
 WeirSink *
 weir_sink_table_open(WeirPipelineRow *row, WeirPlan *plan, MemoryContext cxt)
@@ -287,7 +287,6 @@ weir_sink_table_open(WeirPipelineRow *row, WeirPlan *plan, MemoryContext cxt)
 		names[i] = plan->sinkcols[i].name;
 	st->sink.ops = &table_ops;
 	st->sink.relid = row->sink;
-	st->sink.what = MemoryContextStrdup(cxt, psprintf("sink \"%s\"", get_rel_name(row->sink)));
 	st->sink.names = names;
 	st->row = row;
 	st->plan = plan;
