@@ -21,9 +21,9 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "pipeline/launcher.h"
 #include "base/settings.h"
 #include "base/shmem.h"
+#include "pipeline/launcher.h"
 #include "weir.h"
 
 PG_MODULE_MAGIC;

@@ -29,8 +29,8 @@
  */
 #include "postgres.h"
 
-#include "miscadmin.h"
 #include "datatype/timestamp.h"
+#include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"

@@ -97,8 +97,8 @@
 
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
-#include "storage/latch.h"
 #include "storage/condition_variable.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/dsa.h"

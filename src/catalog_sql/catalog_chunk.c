@@ -22,9 +22,9 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "base/columns.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_chunk.h"
-#include "base/columns.h"
 
 /* A chunk of `entries` entry images, the bytes of buf, until expires_at. */
 WeirChunk *

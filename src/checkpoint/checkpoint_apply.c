@@ -23,12 +23,12 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "base/clock.h"
 #include "catalog_sql/catalog_chunk.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_package.h"
-#include "base/clock.h"
-#include "sink/sink_guard.h"
 #include "definition/write_target.h"
+#include "sink/sink_guard.h"
 
 static double
 ms_since(TimestampTz from, TimestampTz to)

@@ -14,9 +14,9 @@
 #ifndef WEIR_CHECKPOINT_APPLY_H
 #define WEIR_CHECKPOINT_APPLY_H
 
+#include "base/shmem.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "definition/definition.h"
-#include "base/shmem.h"
 #include "sink/sink_ops.h"
 
 /* Chunk spaces of a pipeline's state: a join's two sides */

@@ -57,14 +57,14 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog_sql/catalog_pipeline.h"
-#include "checkpoint/checkpoint_apply.h"
-#include "checkpoint/checkpoint_writer.h"
 #include "base/process_memory.h"
 #include "base/settings.h"
 #include "base/shmem.h"
-#include "sink/sink_table.h"
+#include "catalog_sql/catalog_pipeline.h"
+#include "checkpoint/checkpoint_apply.h"
+#include "checkpoint/checkpoint_writer.h"
 #include "definition/pipeline_plan.h"
+#include "sink/sink_table.h"
 
 /* The queue: a large checkpoint goes through it in pieces */
 #define WRITER_QUEUE_BYTES (4 * 1024 * 1024)

@@ -14,10 +14,10 @@
 #ifndef WEIR_CHECKPOINT_WRITER_H
 #define WEIR_CHECKPOINT_WRITER_H
 
+#include "base/shmem.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_package.h"
-#include "base/shmem.h"
 
 typedef struct WeirWriterLink WeirWriterLink;
 

@@ -39,9 +39,9 @@
 
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
+#include "common/int128.h"
 #include "nodes/execnodes.h"
 #include "nodes/makefuncs.h"
-#include "common/int128.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -50,9 +50,9 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 
-#include "definition/aggregate.h"
 #include "base/dead_letter.h"
 #include "base/subxact.h"
+#include "definition/aggregate.h"
 
 static inline int64 *
 state_n(WeirAggSpec *agg, char *states)

@@ -43,8 +43,8 @@
 #include "utils/rel.h"
 
 #include "definition/definition.h"
-#include "topic/topic.h"
 #include "definition/definition_parse.h"
+#include "topic/topic_table.h"
 
 /* One argument's analysed items: target entries over one or two sources */
 typedef struct Piece

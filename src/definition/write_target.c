@@ -56,8 +56,8 @@
 
 #include "catalog_sql/catalog_pipeline.h"
 #include "definition/definition.h"
-#include "topic/topic.h"
 #include "definition/write_target.h"
+#include "topic/topic.h"
 
 static const char *
 relname(Oid relid)

@@ -32,8 +32,8 @@
 #include "utils/memutils.h"
 
 #include "definition/key_image.h"
-#include "operator/last_value.h"
 #include "operator/keyed_ops.h"
+#include "operator/last_value.h"
 #include "operator/output.h"
 
 typedef struct WeirLastValue

@@ -22,8 +22,8 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
-#include "operator/output.h"
 #include "base/dead_letter.h"
+#include "operator/output.h"
 
 /*
  * Sink rows into the package, when there are any, and the windows that

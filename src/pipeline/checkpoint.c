@@ -42,14 +42,13 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog_sql/catalog_chunk.h"
-#include "catalog_sql/catalog_pipeline.h"
-#include "pipeline/checkpoint.h"
-#include "checkpoint/checkpoint_apply.h"
-#include "checkpoint/checkpoint_package.h"
 #include "base/clock.h"
 #include "base/columns.h"
 #include "base/dead_letter.h"
+#include "catalog_sql/catalog_pipeline.h"
+#include "checkpoint/checkpoint_apply.h"
+#include "checkpoint/checkpoint_package.h"
+#include "pipeline/checkpoint.h"
 
 /* Positions, dead letters and late records: what every kind writes. */
 static void

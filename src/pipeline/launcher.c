@@ -36,12 +36,12 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "base/settings.h"
+#include "base/shmem.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "pipeline/launcher.h"
 #include "topic/retention.h"
-#include "base/settings.h"
-#include "base/shmem.h"
 
 void
 weir_launcher_register(void)

@@ -25,26 +25,25 @@
 
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/dsa.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
-#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "base/act_as.h"
-#include "definition/aggregate.h"
-#include "catalog_sql/catalog_pipeline.h"
-#include "definition/definition.h"
 #include "base/shmem.h"
 #include "base/sql_args.h"
+#include "catalog_sql/catalog_pipeline.h"
+#include "definition/aggregate.h"
+#include "definition/definition.h"
+#include "definition/key_image.h"
+#include "definition/pipeline_plan.h"
 #include "state/window.h"
 #include "state/window_chunks.h"
-#include "definition/key_image.h"
-#include "pipeline/worker.h"
-#include "definition/pipeline_plan.h"
 
 typedef struct Copied
 {

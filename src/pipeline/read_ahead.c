@@ -57,10 +57,9 @@
 #include "base/clock.h"
 #include "base/columns.h"
 #include "base/process_memory.h"
-#include "pipeline/read_ahead.h"
-#include "topic/reader.h"
 #include "base/settings.h"
 #include "base/shmem.h"
+#include "pipeline/read_ahead.h"
 
 /* The queue: a few rounds of a join's groups */
 #define READ_AHEAD_QUEUE_BYTES (8 * 1024 * 1024)

@@ -44,12 +44,11 @@
 #include "catalog_sql/catalog_pipeline.h"
 #include "definition/definition.h"
 #include "definition/key_image.h"
+#include "definition/pipeline_plan.h"
 #include "definition/write_target.h"
 #include "pipeline/reading.h"
 #include "pipeline/skip.h"
 #include "source/topic_source.h"
-#include "definition/key_image.h"
-#include "definition/pipeline_plan.h"
 
 #define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
 

@@ -34,12 +34,12 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "base/sql_args.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
-#include "pipeline/skip.h"
-#include "base/sql_args.h"
-#include "topic/topic.h"
 #include "definition/pipeline_plan.h"
+#include "pipeline/skip.h"
+#include "topic/topic.h"
 
 /*
  * The committed position of the pipeline in partition `index` (the

@@ -17,12 +17,12 @@
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
 
+#include "base/shmem.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "definition/definition.h"
 #include "operator/operator.h"
 #include "pipeline/reading.h"
-#include "base/shmem.h"
 #include "state/store.h"
 
 /* A record that could not be processed, written at the next checkpoint */

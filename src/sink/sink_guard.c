@@ -44,10 +44,10 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "catalog_sql/catalog_pipeline.h"
-#include "sink/sink_guard.h"
 #include "base/dead_letter.h"
 #include "base/subxact.h"
+#include "catalog_sql/catalog_pipeline.h"
+#include "sink/sink_guard.h"
 
 typedef struct GuardedCall
 {

@@ -16,8 +16,8 @@
 
 #include "port/atomics.h"
 
-#include "catalog_sql/catalog_pipeline.h"
 #include "base/columns.h"
+#include "catalog_sql/catalog_pipeline.h"
 
 /* Writes the rows of cols (all the same length) */
 typedef void (*WeirGuardedWrite) (void *arg, WeirColumn *cols);

@@ -29,7 +29,6 @@
 #include "parser/parse_oper.h"
 #include "utils/sortsupport.h"
 
-#include "sink/bulk.h"
 
 /* Two signed-integer key columns (the second 0 when there is one) */
 typedef struct IntItem

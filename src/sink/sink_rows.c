@@ -22,10 +22,10 @@
 #include "catalog/pg_type.h"
 #include "utils/timestamp.h"
 
-#include "definition/aggregate.h"
 #include "base/dead_letter.h"
-#include "sink/sink_rows.h"
+#include "definition/aggregate.h"
 #include "definition/key_image.h"
+#include "sink/sink_rows.h"
 
 void
 weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan)

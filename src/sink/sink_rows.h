@@ -16,8 +16,8 @@
 #include "datatype/timestamp.h"
 
 #include "base/columns.h"
-#include "nodes/pg_list.h"
 #include "definition/definition.h"
+#include "nodes/pg_list.h"
 
 /* Sink rows under construction: one WeirColumn per sink column. */
 typedef struct WeirSinkRows

@@ -25,9 +25,9 @@
 
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "definition/write_target.h"
 #include "sink/bulk.h"
 #include "sink/sink_table.h"
-#include "definition/write_target.h"
 
 typedef struct SinkTable
 {

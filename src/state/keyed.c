@@ -53,9 +53,9 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "base/columns.h"
 #include "catalog_sql/catalog_chunk.h"
 #include "checkpoint/checkpoint_package.h"
-#include "base/columns.h"
 #include "definition/key_image.h"
 #include "state/keyed.h"
 

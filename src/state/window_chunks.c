@@ -40,7 +40,6 @@
 #include "utils/memutils.h"
 
 #include "catalog_sql/catalog_chunk.h"
-#include "base/columns.h"
 #include "checkpoint/checkpoint_package.h"
 #include "state/window_chunks.h"
 

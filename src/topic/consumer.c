@@ -26,11 +26,11 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "base/sql_args.h"
 #include "catalog_sql/catalog.h"
 #include "topic/consumer.h"
 #include "topic/partition.h"
 #include "topic/reader.h"
-#include "base/sql_args.h"
 #include "topic/topic.h"
 
 static char *

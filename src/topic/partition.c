@@ -49,9 +49,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "base/shmem.h"
 #include "topic/partition.h"
 #include "topic/reader.h"
-#include "base/shmem.h"
 
 typedef struct SlotCacheKey
 {

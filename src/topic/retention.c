@@ -37,12 +37,12 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog_sql/catalog.h"
 #include "base/clock.h"
+#include "base/settings.h"
+#include "catalog_sql/catalog.h"
 #include "topic/partition.h"
 #include "topic/reader.h"
 #include "topic/retention.h"
-#include "base/settings.h"
 #include "topic/topic.h"
 
 typedef struct TrimRange

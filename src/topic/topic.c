@@ -40,8 +40,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
-#include "parser/parser.h"
 #include "parser/parse_type.h"
+#include "parser/parser.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -53,10 +53,10 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "catalog_sql/catalog.h"
-#include "topic/partition.h"
 #include "base/settings.h"
 #include "base/sql_args.h"
+#include "catalog_sql/catalog.h"
+#include "topic/partition.h"
 #include "topic/topic.h"
 
 static HTAB *topic_cache = NULL;

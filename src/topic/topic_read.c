@@ -21,9 +21,9 @@
 #include "funcapi.h"
 #include "utils/snapmgr.h"
 
+#include "base/sql_args.h"
 #include "topic/partition.h"
 #include "topic/reader.h"
-#include "base/sql_args.h"
 #include "topic/topic.h"
 #include "topic/topic_read.h"
 
