@@ -23,7 +23,7 @@ OBJS = \
 	src/topic/retention.o \
 	src/definition/definition.o \
 	src/definition/definition_parse.o \
-	src/definition/definition_store.o src/definition/write_target.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/act_as.o \
+	src/definition/definition_store.o src/definition/write_target.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/transaction.o src/base/act_as.o \
 	src/definition/aggregate.o \
 	src/state/store.o \
 	src/state/window.o \

@@ -60,6 +60,7 @@
 #include "base/process_memory.h"
 #include "base/settings.h"
 #include "base/shmem.h"
+#include "base/transaction.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_writer.h"
@@ -348,9 +349,7 @@ writer_setup(int32 id)
 	LOCKTAG		tag;
 
 	writer_cxt = cxt;
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	weir_transaction_begin();
 	MemoryContextSwitchTo(cxt);
 	/* for as long as this process lives: see the header */
 	writer_lock_tag(&tag, id);
@@ -364,8 +363,7 @@ writer_setup(int32 id)
 		proc_exit(0);
 	w->sink = weir_sink_table_open(&w->row, w->plan, cxt);
 	writer_activity = psprintf("weir: writing a checkpoint of pipeline %s", w->row.name);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	weir_transaction_end();
 	MemoryContextSwitchTo(cxt);
 	return w;
 }
@@ -391,12 +389,9 @@ writer_write(const char *data, Size len)
 	bool		written;
 
 	pgstat_report_activity(STATE_RUNNING, writer_activity);
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	weir_transaction_begin();
 	written = weir_checkpoint_apply(writer, data, len, &res);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	weir_transaction_end();
 	MemoryContextSwitchTo(writer_cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	if (!written)

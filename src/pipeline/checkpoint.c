@@ -45,6 +45,7 @@
 #include "base/clock.h"
 #include "base/columns.h"
 #include "base/dead_letter.h"
+#include "base/transaction.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_package.h"
@@ -177,9 +178,7 @@ weir_checkpoint_restore(WeirWorker *w)
 	TimestampTz watermark;
 	double		ms;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	weir_transaction_begin();
 	MemoryContextSwitchTo(w->in.cxt);
 	weir_catalog_load_positions(w->in.row.id, w->in.partitions, w->in.pos, w->in.max_event_time);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->in.row.id, &watermark);
@@ -190,8 +189,7 @@ weir_checkpoint_restore(WeirWorker *w)
 		w->changed = true;
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 	weir_catalog_write_restore(w->in.row.id, w->checkpoint_id, ms, bytes, entries);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	weir_transaction_end();
 	MemoryContextSwitchTo(w->in.cxt);
 
 	SpinLockAcquire(&w->slot->mutex);

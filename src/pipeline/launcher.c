@@ -38,6 +38,7 @@
 
 #include "base/settings.h"
 #include "base/shmem.h"
+#include "base/transaction.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "pipeline/launcher.h"
@@ -100,17 +101,14 @@ recover(MemoryContext round_cxt)
 static void
 start_transaction(const char *activity)
 {
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	weir_transaction_begin();
 	pgstat_report_activity(STATE_RUNNING, activity);
 }
 
 static void
 finish_transaction(void)
 {
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	weir_transaction_end();
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 

@@ -59,6 +59,7 @@
 #include "base/process_memory.h"
 #include "base/settings.h"
 #include "base/shmem.h"
+#include "base/transaction.h"
 #include "pipeline/read_ahead.h"
 
 /* The queue: a few rounds of a join's groups */
@@ -370,11 +371,11 @@ weir_read_ahead_main(Datum main_arg)
 			proc_exit(0);		/* its worker is gone (its pipeline may be) */
 		PG_TRY();
 		{
-			weir_round_begin();
+			weir_transaction_begin();
 			pgstat_report_activity(STATE_RUNNING, "weir: reading ahead");
 			end.got = weir_reading_round(rd, weir_clock_now(), &end.lag, &end.caught_up,
 										 send_group, &sender);
-			weir_round_end();
+			weir_transaction_end();
 		}
 		PG_CATCH();
 		{

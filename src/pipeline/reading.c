@@ -41,6 +41,7 @@
 
 #include "base/clock.h"
 #include "base/subxact.h"
+#include "base/transaction.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "definition/definition.h"
 #include "definition/key_image.h"
@@ -51,22 +52,6 @@
 #include "source/topic_source.h"
 
 #define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
-
-/* The round's transaction: a snapshot for the user's expressions. */
-void
-weir_round_begin(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-void
-weir_round_end(void)
-{
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-}
 
 /*
  * Compile one expression; *column: the topic column it is, when it is just
@@ -457,7 +442,7 @@ evaluate_partitions(WeirReading *rd, int32 first, int n, const int64 *bounds,
  * One round of reading; returns the number of rows read.  *caught_up: every
  * partition was read up to the bound computed at the start of the round.
  * Each partition group read and evaluated goes to `done`, which moves
- * rd->pos past it.  Needs the round's transaction (weir_round_begin).  The
+ * rd->pos past it.  Needs the round's transaction (weir_transaction_begin).  The
  * worker reads so, and so does its read-ahead process (read_ahead.c): the
  * same bounds, snapshot, batches, subtransactions and dead rows.
  */
@@ -543,7 +528,7 @@ void
 weir_reading_setup(WeirReading *rd, int32 id, MemoryContext cxt)
 {
 	rd->cxt = cxt;
-	weir_round_begin();
+	weir_transaction_begin();
 	MemoryContextSwitchTo(cxt);
 	if (!weir_catalog_pipeline_by_id(id, &rd->row))
 	{
@@ -579,6 +564,6 @@ weir_reading_setup(WeirReading *rd, int32 id, MemoryContext cxt)
 	for (int p = 0; p < rd->partitions; p++)
 		rd->last_data_at[p] = weir_clock_now();
 	init_expressions(rd);
-	weir_round_end();
+	weir_transaction_end();
 	MemoryContextSwitchTo(cxt);
 }

@@ -141,8 +141,6 @@ typedef struct WeirReading
  */
 typedef void (*WeirGroupDone) (WeirReading *rd, void *arg);
 
-extern void weir_round_begin(void);
-extern void weir_round_end(void);
 extern void weir_reading_setup(WeirReading *rd, int32 id, MemoryContext cxt);
 extern int64 weir_reading_round(WeirReading *rd, TimestampTz now, int64 *lag,
 								bool *caught_up, WeirGroupDone done, void *arg);

@@ -58,6 +58,7 @@
 #include "base/clock.h"
 #include "base/dead_letter.h"
 #include "base/process_memory.h"
+#include "base/transaction.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "definition/aggregate.h"
@@ -401,9 +402,9 @@ stop_out_of_memory(WeirWorker *w)
 							  psprintf("state of pipeline \"%s\" reached its limit of " INT64_FORMAT " bytes (max_state_memory)",
 									   w->in.row.name, w->in.row.max_state_memory));
 	AbortCurrentTransaction();
-	weir_round_begin();
+	weir_transaction_begin();
 	(void) weir_catalog_pipeline_set_status(w->in.row.id, WEIR_PIPELINE_OUT_OF_MEMORY, msg, true);
-	weir_round_end();
+	weir_transaction_end();
 	ereport(LOG,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 errmsg("%s", msg),
@@ -512,7 +513,7 @@ run(WeirWorker *w)
 			}
 		}
 		now = weir_clock_now();
-		weir_round_begin();
+		weir_transaction_begin();
 		if (tables_changed)
 		{
 			tables_changed = false;
@@ -590,7 +591,7 @@ run(WeirWorker *w)
 			}
 			pfree(pkg.buf.data);
 		}
-		weir_round_end();
+		weir_transaction_end();
 		if (checkpoint)
 		{
 			/* what expired while waiting for this checkpoint goes now */
@@ -667,7 +668,7 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w = MemoryContextAllocZero(cxt, sizeof(WeirWorker));
 	weir_reading_setup(&w->in, id, cxt);
 	w->slot = slot;
-	weir_round_begin();
+	weir_transaction_begin();
 	MemoryContextSwitchTo(w->in.cxt);
 	w->out_of_orderness = weir_interval_usecs(&w->in.row.out_of_orderness, "out_of_orderness");
 	w->lateness = weir_interval_usecs(&w->in.row.allowed_lateness, "allowed_lateness");
@@ -701,7 +702,7 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w->target->plan = w->in.plan;
 	w->target->slot = slot;
 	w->target->sink = weir_sink_table_open(&w->target->row, w->in.plan, w->in.cxt);
-	weir_round_end();
+	weir_transaction_end();
 	MemoryContextSwitchTo(w->in.cxt);
 	return w;
 }
@@ -777,27 +778,27 @@ weir_worker_main(Datum main_arg)
 		error_context_stack = &errcallback;
 
 		/* an earlier worker's writer may still be committing */
-		weir_round_begin();
+		weir_transaction_begin();
 		weir_writer_wait_for_predecessor(id);
-		weir_round_end();
+		weir_transaction_end();
 		weir_checkpoint_restore(worker);
 		/* restored: weir.live_state may read the store from now on */
 		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 		slot->area = dsa_get_handle(worker->area);
 		slot->root = worker->store->root_dp;
 		LWLockRelease(&slot->lock);
-		weir_round_begin();
+		weir_transaction_begin();
 		pipelines = list_length(weir_catalog_enabled_pipelines());
-		weir_round_end();
+		weir_transaction_end();
 		worker->writer = weir_writer_start(&worker->in.row, worker->slot, worker->checkpoint_id,
 										   pipelines, worker->in.cxt);
 		worker->read_ahead = weir_read_ahead_start(&worker->in, worker->slot, pipelines,
 												   worker->op->ops->worker_bound,
 												   apply_group, worker);
 		worker->next_checkpoint = weir_clock_now() + worker->checkpoint_interval;
-		weir_round_begin();
+		weir_transaction_begin();
 		(void) weir_catalog_pipeline_set_status(id, WEIR_PIPELINE_RUNNING, NULL, false);
-		weir_round_end();
+		weir_transaction_end();
 		run(worker);
 	}
 	PG_CATCH();
@@ -821,10 +822,10 @@ weir_worker_main(Datum main_arg)
 		if (worker && worker->applying && worker->in.plan->has_generic &&
 			worker->in.cur_part >= 0 && weir_error_is_about_data(edata->sqlerrcode))
 		{
-			weir_round_begin();
+			weir_transaction_begin();
 			weir_skip_after_failure(id, worker->in.side->source, worker->in.cur_part,
 									worker->in.cur_pos, edata->message);
-			weir_round_end();
+			weir_transaction_end();
 			SpinLockAcquire(&worker->slot->mutex);
 			worker->slot->restart_now = true;
 			SpinLockRelease(&worker->slot->mutex);
@@ -834,10 +835,10 @@ weir_worker_main(Datum main_arg)
 			proc_exit(1);
 		}
 		/* record why, so that weir.pipelines can say it, and where */
-		weir_round_begin();
+		weir_transaction_begin();
 		(void) weir_catalog_pipeline_set_status(id, WEIR_PIPELINE_FAILED, failure_message(edata),
 												error_is_permanent(edata->sqlerrcode));
-		weir_round_end();
+		weir_transaction_end();
 		proc_exit(1);
 	}
 	PG_END_TRY();

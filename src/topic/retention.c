@@ -39,6 +39,7 @@
 
 #include "base/clock.h"
 #include "base/settings.h"
+#include "base/transaction.h"
 #include "catalog_sql/catalog.h"
 #include "topic/partition.h"
 #include "topic/reader.h"
@@ -140,10 +141,8 @@ weir_retention_trim_topic(WeirTopicRow *row, bool own_transactions)
 			lo = hi + 1;
 			if (own_transactions)
 			{
-				PopActiveSnapshot();
-				CommitTransactionCommand();
-				StartTransactionCommand();
-				PushActiveSnapshot(GetTransactionSnapshot());
+				weir_transaction_end();
+				weir_transaction_begin();
 			}
 		}
 		weir_catalog_forget_samples(topic_id, p, ranges[p].to);
