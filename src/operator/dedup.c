@@ -128,6 +128,13 @@ static const WeirOperatorOps dedup_ops = {
 	.held_entries = weir_keyed_ops_held_entries,
 };
 
+/* Per id: the latest event time it was seen at (WeirKeyedState.t). */
+Size
+weir_dedup_entry_state(void)
+{
+	return sizeof(TimestampTz);
+}
+
 void
 weir_dedup_operator_init(WeirOperator *op)
 {
@@ -136,9 +143,8 @@ weir_dedup_operator_init(WeirOperator *op)
 	WeirDedup  *d = MemoryContextAllocZero(cxt, sizeof(WeirDedup));
 
 	d->horizon = plan->retention;
-	/* per id: the latest event time it was seen at */
-	d->ids = weir_keyed_create(plan, op->env.store, 0, sizeof(TimestampTz), plan->retention,
-							   false, cxt);
+	d->ids = weir_keyed_create(plan, op->env.store, 0, weir_dedup_entry_state(),
+							   plan->retention, false, cxt);
 	weir_kept_rows_init(&d->kept, plan, cxt);
 	op->ops = &dedup_ops;
 	op->keys = d->ids;

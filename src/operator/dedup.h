@@ -16,6 +16,7 @@
 
 #include "operator/operator.h"
 
+extern Size weir_dedup_entry_state(void);
 extern void weir_dedup_operator_init(WeirOperator *op);
 
 #endif							/* WEIR_DEDUP_H */

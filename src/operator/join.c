@@ -422,7 +422,7 @@ join_create(WeirPlan *plan, WeirStore *store, MemoryContext parent)
 	 * the larger bound, as a side's own were (an entry stays at most that
 	 * much after its time; not one bucket a second over an hour's span).
 	 */
-	k = weir_keyed_create(plan, store, 0, sizeof(JoinKeyState), 1, false, cxt);
+	k = weir_keyed_create(plan, store, 0, weir_join_entry_state(), 1, false, cxt);
 	k->bucket_width = Max(Max(j->bound[0], j->bound[1]) / 8, USECS_PER_SEC);
 	k->hook_arg = j;
 	k->image_hook = image_rows;
@@ -651,6 +651,13 @@ static const WeirOperatorOps join_ops = {
 	.pending_sink_rows = join_pending_sink_rows,
 	.held_entries = weir_keyed_ops_held_entries,
 };
+
+/* Per key: both sides' rows (JoinKeyState). */
+Size
+weir_join_entry_state(void)
+{
+	return sizeof(JoinKeyState);
+}
 
 void
 weir_join_operator_init(WeirOperator *op)

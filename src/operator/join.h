@@ -16,6 +16,7 @@
 
 #include "operator/operator.h"
 
+extern Size weir_join_entry_state(void);
 extern void weir_join_operator_init(WeirOperator *op);
 
 #endif							/* WEIR_JOIN_H */

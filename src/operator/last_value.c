@@ -262,6 +262,13 @@ static const WeirOperatorOps last_value_ops = {
 	.held_entries = weir_keyed_ops_held_entries,
 };
 
+/* Per key: the newest row's event time, partition and position. */
+Size
+weir_last_value_entry_state(void)
+{
+	return sizeof(WeirKeyedState);
+}
+
 void
 weir_last_value_operator_init(WeirOperator *op)
 {
@@ -273,7 +280,7 @@ weir_last_value_operator_init(WeirOperator *op)
 	lv->plan = plan;
 	lv->ttl = plan->retention;
 	/* keys that expire lose their sink row: keep them until the checkpoint */
-	lv->keys = weir_keyed_create(plan, op->env.store, 0, sizeof(WeirKeyedState),
+	lv->keys = weir_keyed_create(plan, op->env.store, 0, weir_last_value_entry_state(),
 								 plan->retention, true, cxt);
 	lv->pending_cxt = AllocSetContextCreate(cxt, "weir last value pending rows",
 											ALLOCSET_DEFAULT_SIZES);

@@ -19,6 +19,38 @@
 #include "operator/projection.h"
 #include "operator/window_aggregate.h"
 
+/*
+ * The state each entry of the plan's store holds: a window's aggregate
+ * states, a keyed entry's state (the operator's own layout).  The worker
+ * makes the store so, and readers in other backends (pipeline/live.c)
+ * check a store's layout by it.
+ */
+Size
+weir_operator_entry_state(WeirPlan *plan)
+{
+	switch (plan->op)
+	{
+		case WEIR_OP_WINDOW:
+			return plan->state_size;
+		case WEIR_OP_DEDUP:
+			return weir_dedup_entry_state();
+		case WEIR_OP_LAST_VALUE:
+			return weir_last_value_entry_state();
+		case WEIR_OP_JOIN:
+			return weir_join_entry_state();
+		case WEIR_OP_PROJECTION:
+			break;
+	}
+	return 0;
+}
+
+/* Whether the store's entries carry an end: session windows' */
+bool
+weir_operator_entry_end(WeirPlan *plan)
+{
+	return plan->op == WEIR_OP_WINDOW && plan->windowing.kind == WEIR_WINDOW_SESSION;
+}
+
 /* The operator of env->plan, allocated in env->cxt (the worker's). */
 WeirOperator *
 weir_operator_create(const WeirOperatorEnv *env)

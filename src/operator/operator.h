@@ -145,6 +145,8 @@ struct WeirOperator
 	void	   *state;			/* the operator's own */
 };
 
+extern Size weir_operator_entry_state(WeirPlan *plan);
+extern bool weir_operator_entry_end(WeirPlan *plan);
 extern WeirOperator *weir_operator_create(const WeirOperatorEnv *env);
 
 #endif							/* WEIR_OPERATOR_H */

@@ -58,15 +58,16 @@ accumulate(WeirPlan *plan, char *states, Datum *values, bool *nulls)
 static WeirApplied
 window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 {
+	WindowOperator *wo = op->state;
 	WeirPlan   *plan = op->env.plan;
-	WeirStore *store = op->env.store;
+	WeirStore  *store = op->env.store;
 	TimestampTz starts[WEIR_MAX_HOPS];
 	int			nstarts;
 	bool		placed = false;
 
 	if (plan->windowing.kind == WEIR_WINDOW_SESSION)
 	{
-		WeirEntry *win = weir_session_place(((WindowOperator *) op->state)->windows, r->key, r->keylen, r->t,
+		WeirEntry  *win = weir_session_place(wo->windows, r->key, r->keylen, r->t,
 											 watermark, op->env.lateness);
 
 		if (win == NULL)
@@ -85,7 +86,7 @@ window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 
 		if (end + op->env.lateness <= watermark)
 			continue;			/* this window has closed for good */
-		win = weir_window_lookup_hashed(((WindowOperator *) op->state)->windows, starts[s], end, r->key, r->keylen,
+		win = weir_window_lookup_hashed(wo->windows, starts[s], end, r->key, r->keylen,
 										r->keyhash, &created);
 		if (win == NULL)
 			return WEIR_NO_MEMORY;
@@ -269,12 +270,12 @@ restore_window(void *arg, const char *key, uint32 keylen, TimestampTz start,
 			   TimestampTz end, bool fired, const char *state, uint32 statelen)
 {
 	WeirOperator *op = (WeirOperator *) arg;
-	WeirStore *store = op->env.store;
-	WeirEntry *win;
+	WindowOperator *wo = op->state;
+	WeirStore  *store = op->env.store;
+	WeirEntry  *win;
 	bool		created;
 
-	win = weir_window_lookup(((WindowOperator *) op->state)->windows, start, end, key, keylen,
-							 &created);
+	win = weir_window_lookup(wo->windows, start, end, key, keylen, &created);
 	if (win == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),

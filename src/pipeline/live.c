@@ -42,6 +42,7 @@
 #include "definition/definition.h"
 #include "definition/key_image.h"
 #include "definition/pipeline_plan.h"
+#include "operator/operator.h"
 #include "state/window.h"
 #include "state/window_chunks.h"
 
@@ -198,13 +199,8 @@ weir_live_state(PG_FUNCTION_ARGS)
 	}
 	area = dsa_attach(slot->area);
 	root = dsa_get_address(area, slot->root);
-	/*
-	 * The store is the one the plan describes: a window's states are the
-	 * plan's aggregates; a keyed entry's state, its operator's, starts with
-	 * its time (state/keyed.h).
-	 */
-	if (plan->op == WEIR_OP_WINDOW ? root->state_size == plan->state_size :
-		root->state_size >= sizeof(TimestampTz))
+	/* the store is the one the plan describes (a pipeline may be replaced) */
+	if (root->state_size == weir_operator_entry_state(plan))
 	{
 		dsa_pointer *slots = dsa_get_address(area, root->slots);
 

@@ -683,10 +683,9 @@ setup(int32 id, WeirPipelineSlot *slot)
 	dsa_pin_mapping(w->area);
 	/* a hard stop a little above the accounted limit, for safety */
 	dsa_set_size_limit(w->area, w->in.row.max_state_memory + w->in.row.max_state_memory / 4 + 4 * 1024 * 1024);
-	w->store = weir_store_create(w->area, w->in.row.max_state_memory, w->in.plan->state_size,
-								 w->in.plan->op == WEIR_OP_WINDOW &&
-								 w->in.plan->windowing.kind == WEIR_WINDOW_SESSION,
-								 w->in.cxt);
+	w->store = weir_store_create(w->area, w->in.row.max_state_memory,
+								 weir_operator_entry_state(w->in.plan),
+								 weir_operator_entry_end(w->in.plan), w->in.cxt);
 	env.name = w->in.row.name;
 	env.plan = w->in.plan;
 	env.store = w->store;

@@ -164,11 +164,10 @@ weir_keyed_create(WeirPlan *plan, WeirStore *store, int space,
 	WeirKeyed  *k = MemoryContextAllocZero(cxt, sizeof(WeirKeyed));
 	HASHCTL		ctl;
 
-	/* the store sizes its entries by this state: set before the first one */
-	if (store->root->used > 0 && state_size != store->root->state_size)
+	/* the store was made with entries of the operator's state (operator.c) */
+	if (state_size != store->root->state_size)
 		elog(ERROR, "keyed state of %zu bytes does not fit entries of %u",
 			 state_size, store->root->state_size);
-	store->root->state_size = state_size;
 	k->cxt = cxt;
 	k->plan = plan;
 	k->space = space;
