@@ -43,8 +43,9 @@ static const struct config_enum_entry read_ahead_options[] = {
 };
 
 /*
- * Define every weir.* setting, then reserve the prefix, so that no
- * placeholder is made for a weir.* name that is not one of them.  Called
+ * Define every weir.* setting, then reserve the prefix
+ * (MarkGUCPrefixReserved), so that a misspelt weir.* setting is refused
+ * instead of being kept as an unknown custom setting.  Called
  * only while shared_preload_libraries is loaded: PGC_POSTMASTER settings
  * cannot be defined later.
  */
