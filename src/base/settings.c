@@ -54,7 +54,7 @@ weir_settings_define(void)
 {
 	DefineCustomStringVariable("weir.database",
 							   "Database in which the weir launcher runs background work.",
-							   "Retention (and, later, pipelines) run only in this database.",
+							   "Retention and pipeline workers run only in this database.",
 							   &weir_database,
 							   "postgres",
 							   PGC_POSTMASTER,
