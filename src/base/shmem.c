@@ -31,7 +31,9 @@
 
 #include "datatype/timestamp.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "storage/condition_variable.h"
+#include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
@@ -508,6 +510,32 @@ weir_shmem_release_helper(bool *has_helper)
 	LWLockAcquire(weir_shmem()->lock, LW_EXCLUSIVE);
 	*has_helper = false;
 	LWLockRelease(weir_shmem()->lock);
+}
+
+/*
+ * Register a pipeline worker's helper process (a checkpoint writer, a
+ * read-ahead process): `function` of this library, which gets the handle of
+ * `seg` (what the two share) and tells its worker when it exits; it is
+ * never restarted (its worker starts another, or does without).  False if
+ * no background worker slot was free.  The caller waits for it to start.
+ */
+bool
+weir_shmem_register_helper(const char *function, const char *type, const char *pipeline,
+						   dsm_segment *seg, BackgroundWorkerHandle **handle)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "weir");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "%s for pipeline %s", type, pipeline);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "%s", type);
+	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
+	bgw.bgw_notify_pid = MyProcPid;
+	return RegisterDynamicBackgroundWorker(&bgw, handle);
 }
 
 /*

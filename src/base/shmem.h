@@ -244,6 +244,11 @@ extern WeirPipelineSlot *weir_shmem_checkpoint_ticket(int32 pipeline_id, uint64 
 extern bool weir_shmem_take_restart_now(int32 pipeline_id);
 extern bool weir_shmem_reserve_helper(bool *has_helper, int pipelines);
 extern void weir_shmem_release_helper(bool *has_helper);
+struct BackgroundWorkerHandle;
+struct dsm_segment;
+extern bool weir_shmem_register_helper(const char *function, const char *type,
+									   const char *pipeline, struct dsm_segment *seg,
+									   struct BackgroundWorkerHandle **handle);
 extern bool weir_shmem_helpers_should_yield(void);
 extern void weir_shmem_checkpoint_committed(WeirPipelineSlot *slot, int64 checkpoint_id,
 											int64 served);

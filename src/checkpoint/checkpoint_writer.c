@@ -145,7 +145,6 @@ weir_writer_start(const WeirPipelineRow *row, WeirPipelineSlot *slot, int64 chec
 {
 	MemoryContext oldcxt;
 	WeirWriterLink *link;
-	BackgroundWorker bgw;
 	shm_mq	   *mq;
 	pid_t		pid;
 
@@ -174,17 +173,8 @@ weir_writer_start(const WeirPipelineRow *row, WeirPipelineSlot *slot, int64 chec
 	mq = shm_mq_create((char *) link->shared + WRITER_SHARED_BYTES, WRITER_QUEUE_BYTES);
 	shm_mq_set_sender(mq, MyProc);
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;	/* its worker starts another */
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "weir");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "weir_checkpoint_writer_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "weir checkpoint writer for pipeline %s", row->name);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "weir checkpoint writer");
-	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(link->seg));
-	bgw.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&bgw, &link->handle) ||
+	if (!weir_shmem_register_helper("weir_checkpoint_writer_main", "weir checkpoint writer",
+									row->name, link->seg, &link->handle) ||
 		WaitForBackgroundWorkerStartup(link->handle, &pid) != BGWH_STARTED)
 	{
 		ereport(LOG,

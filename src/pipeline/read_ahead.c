@@ -453,7 +453,6 @@ weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
 {
 	MemoryContext oldcxt;
 	WeirReadAhead *ra;
-	BackgroundWorker bgw;
 	Size		shared_bytes = SHARED_BYTES(rd->partitions);
 	shm_mq	   *mq;
 	pid_t		pid;
@@ -488,17 +487,8 @@ weir_read_ahead_start(WeirReading *rd, WeirPipelineSlot *slot, int pipelines,
 	mq = shm_mq_create((char *) ra->shared + shared_bytes, READ_AHEAD_QUEUE_BYTES);
 	shm_mq_set_receiver(mq, MyProc);
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;	/* its worker reads itself then */
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "weir");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "weir_read_ahead_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "weir read-ahead for pipeline %s", rd->row.name);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "weir read-ahead");
-	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(ra->seg));
-	bgw.bgw_notify_pid = MyProcPid;
-	registered = RegisterDynamicBackgroundWorker(&bgw, &ra->handle);
+	registered = weir_shmem_register_helper("weir_read_ahead_main", "weir read-ahead",
+											rd->row.name, ra->seg, &ra->handle);
 	/*
 	 * It goes with its worker, however the worker exits, even while it
 	 * waits for it to start (a process whose worker never attached the
