@@ -79,7 +79,7 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 		{
 			WeirDeadLetter *dl = lfirst(lc);
 
-			if (dl->source != w->in.sides[s].source)
+			if (dl->source != w->in.sides[s].src->relid)
 				continue;
 			weir_column_add(&d[0], Int32GetDatum(dl->part), false);
 			weir_column_add(&d[1], Int64GetDatum(dl->position), false);
@@ -88,7 +88,7 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 							false);
 		}
 		if (d[0].n > 0)
-			weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->in.sides[s].source, d, 4);
+			weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->in.sides[s].src->relid, d, 4);
 	}
 	list_free_deep(w->dead);
 	w->dead = NIL;

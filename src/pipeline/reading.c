@@ -130,7 +130,7 @@ init_expressions(WeirReading *rd)
 	}
 	rd->group_size = 1;
 	for (int s = 0; s < rd->nsides; s++)
-		rd->group_size = Max(rd->group_size, Min(rd->sides[s].partitions, WEIR_READ_GROUP));
+		rd->group_size = Max(rd->group_size, Min(rd->sides[s].src->partitions, WEIR_READ_GROUP));
 	rd->group_nbatch = palloc0(sizeof(int) * rd->group_size);
 	rd->ranges = palloc0(sizeof(WeirPositionRange) * rd->group_size);
 	initStringInfo(&rd->batch_keys);
@@ -232,7 +232,7 @@ eval_into(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	slot_getsomeattrs(slot, side->deform_columns);
 	if (unlikely(rd->nskips > 0))
 	{
-		const char *skipped = skip_requested(rd, side->source, part, position);
+		const char *skipped = skip_requested(rd, side->src->relid, part, position);
 
 		if (skipped)
 		{
@@ -465,9 +465,9 @@ weir_reading_round(WeirReading *rd, TimestampTz now, int64 *lag, bool *caught_up
 		WeirSide   *side = &rd->sides[s];
 
 		rd->side = side;
-		for (int first = 0; first < side->partitions; first += rd->group_size)
+		for (int first = 0; first < side->src->partitions; first += rd->group_size)
 		{
-			int			n = Min(rd->group_size, side->partitions - first);
+			int			n = Min(rd->group_size, side->src->partitions - first);
 
 			evaluate_partitions(rd, first, n, bounds, snapshot);
 			done(rd, arg);
@@ -547,12 +547,9 @@ weir_reading_setup(WeirReading *rd, int32 id, MemoryContext cxt)
 		WeirSide   *side = &rd->sides[s];
 
 		side->plan = s == 0 ? rd->plan : rd->plan->right;
-		side->source = s == 0 ? rd->row.source : rd->row.right_source;
-		side->src = weir_topic_source_open(side->source, cxt);
-		side->partitions = side->src->partitions;
-		side->source_name = pstrdup(side->src->name);
+		side->src = weir_topic_source_open(s == 0 ? rd->row.source : rd->row.right_source, cxt);
 		side->first = rd->partitions;
-		rd->partitions += side->partitions;
+		rd->partitions += side->src->partitions;
 	}
 	set_event_time_range(rd);
 	rd->skips = weir_skip_load(rd->row.id, &rd->nskips);

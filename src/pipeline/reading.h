@@ -55,10 +55,7 @@ typedef struct WeirEvalRow
 typedef struct WeirSide
 {
 	WeirPlan   *plan;			/* this source's keys, event time, columns */
-	Oid			source;
-	WeirSource *src;			/* how its rows are read */
-	char	   *source_name;	/* for error context */
-	int32		partitions;
+	WeirSource *src;			/* the source: its relation, name, partitions */
 	int32		first;
 	ExprState **key_exprs;
 	ExprState  *event_time_expr;	/* NULL: none (projection) */

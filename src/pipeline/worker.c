@@ -114,7 +114,7 @@ worker_error_context(void *arg)
 
 	if (w->in.cur_part >= 0)
 		errcontext("while processing pipeline \"%s\" at topic \"%s\" partition %d position " INT64_FORMAT,
-				   w->in.row.name, w->in.side->source_name, w->in.cur_part, w->in.cur_pos);
+				   w->in.row.name, w->in.side->src->name, w->in.cur_part, w->in.cur_pos);
 	else
 		errcontext("while processing pipeline \"%s\"", w->in.row.name);
 }
@@ -125,7 +125,7 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 	MemoryContext oldcxt = MemoryContextSwitchTo(w->in.cxt);
 	WeirDeadLetter *d = palloc(sizeof(WeirDeadLetter));
 
-	d->source = w->in.side->source;
+	d->source = w->in.side->src->relid;
 	d->part = part;
 	d->position = r->position;
 	d->error = pstrdup(r->error);
@@ -368,7 +368,7 @@ publish(WeirWorker *w, int64 lag)
 		int			s = w->in.nsides > 1 && w->watermark_holder >= w->in.sides[1].first ? 1 : 0;
 
 		w->slot->watermark_holder = w->watermark_holder - w->in.sides[s].first;
-		w->slot->holder_source = w->in.sides[s].source;
+		w->slot->holder_source = w->in.sides[s].src->relid;
 		w->slot->holder_data_at = w->in.last_data_at[w->watermark_holder];
 		w->slot->holder_has_time = w->in.max_event_time[w->watermark_holder] != DT_NOBEGIN;
 	}
@@ -729,10 +729,10 @@ failure_message(ErrorData *edata)
 {
 	WeirWorker *w = worker;
 
-	if (w == NULL || w->in.cur_part < 0 || w->in.side == NULL || w->in.side->source_name == NULL)
+	if (w == NULL || w->in.cur_part < 0 || w->in.side == NULL || w->in.side->src == NULL)
 		return edata->message;
 	return psprintf("%s (at topic \"%s\" partition %d position " INT64_FORMAT ")",
-					edata->message, w->in.side->source_name, w->in.cur_part, w->in.cur_pos);
+					edata->message, w->in.side->src->name, w->in.cur_part, w->in.cur_pos);
 }
 
 void
@@ -822,7 +822,7 @@ weir_worker_main(Datum main_arg)
 			worker->in.cur_part >= 0 && weir_error_is_about_data(edata->sqlerrcode))
 		{
 			weir_transaction_begin();
-			weir_skip_after_failure(id, worker->in.side->source, worker->in.cur_part,
+			weir_skip_after_failure(id, worker->in.side->src->relid, worker->in.cur_part,
 									worker->in.cur_pos, edata->message);
 			weir_transaction_end();
 			SpinLockAcquire(&worker->slot->mutex);
@@ -830,7 +830,7 @@ weir_worker_main(Datum main_arg)
 			SpinLockRelease(&worker->slot->mutex);
 			ereport(LOG,
 					(errmsg("weir pipeline %d moves past topic \"%s\" partition %d position " INT64_FORMAT ", a dead letter, and restores its last checkpoint",
-							id, worker->in.side->source_name, worker->in.cur_part, worker->in.cur_pos)));
+							id, worker->in.side->src->name, worker->in.cur_part, worker->in.cur_pos)));
 			proc_exit(1);
 		}
 		/* record why, so that weir.pipelines can say it, and where */
