@@ -213,6 +213,9 @@ static void
 apply_rows(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 {
 	WeirOperator *op = w->op;
+	/* loaded once: the loop's stores could alias it for the compiler */
+	WeirApplied (*apply) (WeirOperator *, const WeirRecord *, TimestampTz) = op->ops->apply;
+	TimestampTz watermark = w->watermark;
 	WeirKeyed  *keys = op->keys;
 	int32		index = w->in.side->first + part;
 	int64		dropped_rows = 0;
@@ -260,7 +263,7 @@ apply_rows(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 		rec.keyhash = r->keyhash;
 		rec.values = &w->in.batch_values[r->args * w->in.batch_stride];
 		rec.nulls = &w->in.batch_nulls[r->args * w->in.batch_stride];
-		switch (op->ops->apply(op, &rec, w->watermark))
+		switch (apply(op, &rec, watermark))
 		{
 			case WEIR_APPLIED:
 				break;
