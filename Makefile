@@ -21,6 +21,7 @@ OBJS = \
 	src/topic/views.o \
 	src/pipeline/launcher.o \
 	src/topic/retention.o \
+	src/topic/topic_watermark.o \
 	src/definition/definition.o \
 	src/definition/definition_parse.o \
 	src/definition/definition_store.o src/definition/write_target.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/transaction.o src/base/act_as.o \
@@ -62,7 +63,7 @@ PGFILEDESC = "weir - stream processing inside PostgreSQL"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_last_value pipeline_projection pipeline_join security poison reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_last_value pipeline_projection pipeline_join chain_time security poison reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

@@ -341,6 +341,22 @@ CREATE TABLE weir.pipeline_position (
 	PRIMARY KEY (pipeline_id, part)
 );
 
+-- Watermarks that travel with the data (src/topic/topic_watermark.c): a
+-- pipeline writing a topic promises, with each checkpoint, that no row it
+-- writes later has an event time below `watermark`; a pipeline that has
+-- processed partition `part` of the topic up to `pos` takes that watermark
+-- for it (the least over the topic's writers).  Rows every reader has
+-- passed are deleted as newer ones come.
+CREATE TABLE weir.topic_watermark (
+	topic_id		integer NOT NULL REFERENCES weir.topic ON DELETE CASCADE,
+	part			integer NOT NULL,
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	pos				bigint NOT NULL,
+	watermark		timestamptz NOT NULL,
+	PRIMARY KEY (topic_id, part, pipeline_id, pos)
+);
+CREATE INDEX ON weir.topic_watermark (pipeline_id);
+
 -- The state of the last checkpoint, as chunks: each checkpoint appends one
 -- chunk holding the entries that changed since the one before (windows: key
 -- image, start, end, fired, states; keyed operators: key image, state).  An
@@ -403,7 +419,7 @@ CREATE TABLE weir.dead_letters (
 );
 
 GRANT SELECT ON weir.pipeline, weir.pipeline_position, weir.checkpoints,
-	weir.restores TO PUBLIC;
+	weir.restores, weir.topic_watermark TO PUBLIC;
 
 -- Records a pipeline moves past, each a dead letter when the pipeline reads
 -- it: asked by the owner (weir.skip), or found by the worker (a generic

@@ -142,6 +142,7 @@ weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackag
 	h->due = due;
 	h->started = started;
 	h->watermark = w->watermark;
+	w->watermark_published = w->watermark;
 	h->records_since = w->records_since;
 	h->bytes = n.bytes;
 	h->sink_rows = n.sink_rows;
@@ -183,6 +184,7 @@ weir_checkpoint_restore(WeirWorker *w)
 	weir_catalog_load_positions(w->in.row.id, w->in.partitions, w->in.pos, w->in.max_event_time);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->in.row.id, &watermark);
 	w->watermark = watermark;
+	w->watermark_published = watermark;
 	/* without the slot's lock: readers find the store once restored (worker.c) */
 	entries = w->op->ops->restore(w->op, w->in.row.id, watermark, &bytes, &owes_rows);
 	if (owes_rows)

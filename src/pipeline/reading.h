@@ -57,6 +57,8 @@ typedef struct WeirSide
 	WeirPlan   *plan;			/* this source's keys, event time, columns */
 	WeirSource *src;			/* the source: its relation, name, partitions */
 	int32		first;
+	bool		chained;		/* its watermark is its writers' (source ops
+								 * watermarks), not guessed from event times */
 	ExprState **key_exprs;
 	ExprState  *event_time_expr;	/* NULL: none (projection) */
 	ExprState  *filter_expr;

@@ -59,6 +59,7 @@
 #include "base/dead_letter.h"
 #include "base/process_memory.h"
 #include "base/transaction.h"
+#include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "definition/aggregate.h"
@@ -251,8 +252,9 @@ apply_rows(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 			add_dead_letter(w, part, r);
 			continue;
 		}
-		/* a projection has no event time */
-		if (r->t > w->in.max_event_time[index] && w->in.side->event_time_expr)
+		/* a projection has no event time; a chained source's is its writers' */
+		if (r->t > w->in.max_event_time[index] && w->in.side->event_time_expr &&
+			!w->in.side->chained)
 			w->in.max_event_time[index] = r->t;
 		if (r->kind == WEIR_ROW_FILTERED)
 			continue;
@@ -319,6 +321,27 @@ apply_group(WeirReading *rd, void *arg)
 		stop_out_of_memory(w);
 	for (int g = 0; g < n; g++)
 		w->in.pos[w->in.side->first + first + g] = w->in.ranges[g].max_position;
+}
+
+/*
+ * A source that pipelines write (a topic in a chain) has its writers'
+ * watermark for the partitions as far as this pipeline has processed them:
+ * it stands in for the greatest event time seen (advance_watermark), so
+ * event time travels through a chain instead of being guessed again at
+ * each stage.  Asked each round: a writer may come or go.
+ */
+static void
+take_published_watermarks(WeirWorker *w)
+{
+	for (int s = 0; s < w->in.nsides; s++)
+	{
+		WeirSide   *side = &w->in.sides[s];
+
+		if (side->event_time_expr == NULL)
+			continue;			/* a projection has no watermark */
+		side->chained = side->src->ops->watermarks(side->src, &w->in.pos[side->first],
+												   &w->in.max_event_time[side->first]);
+	}
 }
 
 /* The pipeline watermark: min over non-idle partitions, never decreasing. */
@@ -544,11 +567,15 @@ run(WeirWorker *w)
 			got = weir_reading_round(&w->in, now, &lag, &caught_up, apply_group, w);
 		}
 		w->store->backlog = !caught_up;
+		take_published_watermarks(w);
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 		if (w->op->ops->expire(w->op, w->watermark))
 			w->changed = true;
 		LWLockRelease(&w->slot->lock);
+		/* readers of the topic it writes wait for its watermark */
+		if (w->publishes_watermark && w->watermark > w->watermark_published)
+			w->changed = true;
 
 		/* generic-aggregate states live in this process: they count too */
 		if (w->in.plan->has_generic)
@@ -704,6 +731,13 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w->target->plan = w->in.plan;
 	w->target->slot = slot;
 	w->target->sink = weir_sink_table_open(&w->target->row, w->in.plan, w->in.cxt);
+	{
+		WeirTopicRow sink_topic;
+
+		w->publishes_watermark = w->in.plan->op != WEIR_OP_PROJECTION &&
+			weir_catalog_topic_by_relid(w->in.row.sink, &sink_topic);
+	}
+	w->watermark_published = DT_NOBEGIN;
 	weir_transaction_end();
 	MemoryContextSwitchTo(w->in.cxt);
 	return w;

@@ -50,6 +50,9 @@ typedef struct WeirWorker
 	WeirPipelineSlot *slot;
 	TimestampTz watermark;		/* never decreases */
 	int32		watermark_holder;	/* partition holding it back; -1: none */
+	bool		publishes_watermark;	/* its sink is a topic that others may
+										 * read (topic_watermark.c) */
+	TimestampTz watermark_published;	/* with the last checkpoint collected */
 	bool		applying;		/* records are being applied to state */
 
 	int64		out_of_orderness;	/* us */

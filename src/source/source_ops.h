@@ -18,6 +18,12 @@
  *					position, deformed up to at least `natts` attributes;
  *					ranges[i].max_position: the last position read
  *	end_round		close it
+ *	watermarks		(in a transaction) the event time the source's writers
+ *					promise per partition to a reader that has processed
+ *					it up to pos[p]: no row beyond has an earlier time;
+ *					DT_NOBEGIN: no promise yet.  False: the source has no
+ *					writer that promises, and its reader guesses the
+ *					watermark from the event times it sees
  *
  * Positions are a partition's own: int64, increasing, never reused.  A
  * pipeline keeps, per partition, the last position it processed
@@ -46,6 +52,7 @@ typedef struct WeirSourceOps
 						 Snapshot snapshot, AttrNumber natts,
 						 WeirPartRowCallback callback, void *arg);
 	void		(*end_round) (WeirSource *src);
+	bool		(*watermarks) (WeirSource *src, const int64 *pos, TimestampTz *watermark);
 } WeirSourceOps;
 
 struct WeirSource

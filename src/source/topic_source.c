@@ -20,6 +20,7 @@
 #include "source/topic_source.h"
 #include "topic/partition.h"
 #include "topic/topic.h"
+#include "topic/topic_watermark.h"
 
 typedef struct TopicSource
 {
@@ -64,10 +65,18 @@ topic_end_round(WeirSource *src)
 	ts->rel = NULL;
 }
 
+/* What the pipelines writing the topic published (topic_watermark.c). */
+static bool
+topic_watermarks(WeirSource *src, const int64 *pos, TimestampTz *watermark)
+{
+	return weir_topic_watermark_read(src->relid, src->partitions, pos, watermark);
+}
+
 static const WeirSourceOps topic_ops = {
 	.begin_round = topic_begin_round,
 	.scan = topic_scan,
 	.end_round = topic_end_round,
+	.watermarks = topic_watermarks,
 };
 
 /* The topic `relid` as a source, in cxt.  Needs a transaction. */
