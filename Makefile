@@ -30,6 +30,7 @@ OBJS = \
 	src/state/window.o \
 	src/catalog_sql/catalog_pipeline.o \
 	src/pipeline/pipeline.o \
+	src/pipeline/checkpoint_request.o \
 	src/pipeline/worker.o \
 	src/pipeline/checkpoint.o \
 	src/checkpoint/checkpoint_apply.o \

@@ -555,6 +555,12 @@ CREATE FUNCTION weir.checkpoint(pipeline text, timeout interval DEFAULT '60 s') 
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_checkpoint';
 COMMENT ON FUNCTION weir.checkpoint(text, interval) IS
 	'have a running pipeline take a checkpoint now and wait for it; returns its id';
+CREATE FUNCTION weir.checkpoint(pipelines text[] DEFAULT NULL, timeout interval DEFAULT '60 s')
+RETURNS TABLE (pipeline text, checkpoint_id bigint)
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_checkpoint_chain';
+COMMENT ON FUNCTION weir.checkpoint(text[], interval) IS
+	'wait until everything committed before the call has gone through every running pipeline (or the ones named and the chains that feed them) to its sinks: a checkpoint of each, upstream first; returns them in that order';
 
 CREATE FUNCTION weir._pipeline_state(
 	OUT pipeline_id integer,

@@ -57,6 +57,53 @@ SELECT count(*) AS missing_or_different FROM (
   (SELECT k, window_start, n FROM ct_counts
    EXCEPT SELECT k, date_bin('10 seconds', ts, '1970-01-01'), count(*) FROM ct_pairs GROUP BY 1, 2)) x;
 
+-- weir.checkpoint() over a chain: one call waits until everything committed
+-- before it has gone through every stage, upstream first
+SELECT weir.create_topic('ct_src', 'k int, v int, ts timestamptz', partitions => 2, key => 'k');
+SELECT weir.create_topic('ct_min', 'k int, window_start timestamptz, window_end timestamptz, n bigint, total bigint',
+                         partitions => 2, key => 'k');
+SELECT weir.create_topic('ct_5min', 'k int, window_start timestamptz, window_end timestamptz, n numeric, total numeric',
+                         partitions => 1);
+SELECT weir.create_pipeline('ct_s1', 'ct_src', key => 'k', event_time => 'ts',
+                            windowing => weir.tumbling('1 minute'),
+                            aggregates => 'count(*) AS n, sum(v) AS total', sink => 'ct_min') > 0 AS created;
+SELECT weir.create_pipeline('ct_s2', 'ct_min', key => 'k', event_time => 'window_start',
+                            windowing => weir.tumbling('5 minutes'),
+                            aggregates => 'sum(n) AS n, sum(total) AS total', sink => 'ct_5min') > 0 AS created;
+SELECT weir.create_projection('ct_s3', 'ct_5min', sink => 'ct_final') > 0 AS created;
+INSERT INTO ct_src (k, v, ts)
+SELECT g % 5, g, '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 second'
+  FROM generate_series(1, 3000) g;
+-- far ahead in both partitions: every window of both windowed stages closes
+INSERT INTO ct_src (part, k, v, ts) VALUES (0, 100, 0, '2026-01-02'), (1, 101, 0, '2026-01-02');
+-- the named pipeline and the chain that feeds it, upstream first
+SELECT pipeline, checkpoint_id > 0 AS checkpointed FROM weir.checkpoint(ARRAY['ct_s3']);
+SELECT (SELECT count(*) FROM ct_final WHERE k < 100) AS final_rows,
+       (SELECT count(*) FROM (
+          (SELECT k, date_bin('5 minutes', ts, '1970-01-01') AS window_start, count(*)::numeric AS n, sum(v)::numeric AS total
+             FROM ct_src WHERE k < 100 GROUP BY 1, 2
+           EXCEPT SELECT k, window_start, n, total FROM ct_final)
+          UNION ALL
+          (SELECT k, window_start, n, total FROM ct_final
+           EXCEPT SELECT k, date_bin('5 minutes', ts, '1970-01-01'), count(*), sum(v) FROM ct_src GROUP BY 1, 2)) x)
+       AS missing_or_different;
+-- more rows, and one call without names: every running pipeline
+INSERT INTO ct_src (part, k, v, ts) VALUES (0, 7, 1, '2026-01-02 00:00:30'), (0, 100, 0, '2026-01-03'), (1, 101, 0, '2026-01-03');
+SELECT count(*) AS chain_checkpointed FROM weir.checkpoint() WHERE pipeline LIKE 'ct\_s_';
+SELECT k, window_start, n, total FROM ct_final WHERE k = 7 AND window_start >= '2026-01-02';
+-- names must exist; the caller must own them
+SELECT * FROM weir.checkpoint(ARRAY['ct_nope']);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM weir.checkpoint(ARRAY[NULL]::text[]);
+\echo :LAST_ERROR_SQLSTATE
+-- a stopped pipeline named is an error, not a silent wait
+SELECT weir.stop('ct_s2');
+SELECT * FROM weir.checkpoint(ARRAY['ct_s2'], timeout => '2 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.drop_pipeline(p) FROM unnest(ARRAY['ct_s3', 'ct_s2', 'ct_s1']) p;
+DROP TABLE ct_final;
+SELECT weir.drop_topic(t) FROM unnest(ARRAY['ct_5min', 'ct_min', 'ct_src']) t;
+
 -- a projection keeps no event time: it publishes nothing
 SELECT weir.create_topic('ct_copy', 'k int, ts timestamptz', partitions => 1);
 SELECT weir.create_projection('ct_p', 'ct_pairs', sink => 'ct_copy') > 0 AS created;
