@@ -13,7 +13,8 @@
 # pgxs.mk).  On failure the diffs and logs are printed.  The last line is
 # always `N passed, N failed`; the exit status is non-zero if anything failed.
 #
-# Knobs: WEIR_TIMEOUT_REGRESS / _ISOLATION / _TAP (seconds per suite).
+# Knobs: WEIR_TIMEOUT_REGRESS / _ISOLATION / _TAP (seconds per suite);
+# PROVE_TESTS (TAP files to run, e.g. "t/012_chain_exactly_once.pl").
 
 # shellcheck disable=SC2317  # functions run indirectly ("suite_$s", trap)
 set -euo pipefail
@@ -169,7 +170,11 @@ suite_tap() {
 		return 0
 	fi
 	rm -rf tmp_check
-	run_make tap "${WEIR_TIMEOUT_TAP:-1200}" REGRESS= ISOLATION=
+	# PROVE_TESTS="t/012_x.pl ..." runs only those: passed to make as an
+	# argument, since the switch to the database user drops the environment
+	local only=()
+	[ -z "${PROVE_TESTS:-}" ] || only=("PROVE_TESTS=$PROVE_TESTS")
+	run_make tap "${WEIR_TIMEOUT_TAP:-1200}" REGRESS= ISOLATION= "${only[@]}"
 	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$LOGS/tap.log" | tail -n 1)
 	bad=0
 	ok=0
