@@ -14,7 +14,7 @@
 # always `N passed, N failed`; the exit status is non-zero if anything failed.
 #
 # Knobs: WEIR_TIMEOUT_REGRESS / _ISOLATION / _TAP (seconds per suite);
-# PROVE_TESTS (TAP files to run, e.g. "t/012_chain_exactly_once.pl").
+# PROVE_TESTS (TAP files to run, e.g. "test/t/012_chain_exactly_once.pl").
 
 # shellcheck disable=SC2317  # functions run indirectly ("suite_$s", trap)
 set -euo pipefail
@@ -170,7 +170,7 @@ suite_tap() {
 		return 0
 	fi
 	rm -rf tmp_check
-	# PROVE_TESTS="t/012_x.pl ..." runs only those: passed to make as an
+	# PROVE_TESTS="test/t/012_x.pl ..." runs only those: passed to make as an
 	# argument, since the switch to the database user drops the environment
 	local only=()
 	[ -z "${PROVE_TESTS:-}" ] || only=("PROVE_TESTS=$PROVE_TESTS")

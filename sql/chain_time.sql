@@ -87,6 +87,14 @@ SELECT (SELECT count(*) FROM ct_final WHERE k < 100) AS final_rows,
           (SELECT k, window_start, n, total FROM ct_final
            EXCEPT SELECT k, date_bin('5 minutes', ts, '1970-01-01'), count(*), sum(v) FROM ct_src GROUP BY 1, 2)) x)
        AS missing_or_different;
+-- a window's rows reach a topic in the order the windows closed: by end,
+-- within a checkpoint too (3000 records closed 250 windows in one)
+SELECT count(*) AS rows_behind_an_earlier_window_end FROM (
+  SELECT window_end < max(window_end) OVER (PARTITION BY part ORDER BY pos
+                                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS behind
+    FROM ct_min) x WHERE behind;
+SELECT count(DISTINCT c.id) AS checkpoints_that_wrote_ct_min FROM weir.checkpoints c
+  JOIN weir.pipeline p ON p.id = c.pipeline_id WHERE p.name = 'ct_s1' AND c.sink_rows > 0;
 -- more rows, and one call without names: every running pipeline
 INSERT INTO ct_src (part, k, v, ts) VALUES (0, 7, 1, '2026-01-02 00:00:30'), (0, 100, 0, '2026-01-03'), (1, 101, 0, '2026-01-03');
 SELECT count(*) AS chain_checkpointed FROM weir.checkpoint() WHERE pipeline LIKE 'ct\_s_';

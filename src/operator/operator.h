@@ -93,6 +93,8 @@ typedef struct WeirOperatorEnv
 	pg_atomic_uint64 *records_dead; /* the slot's counter */
 	int64		lateness;		/* us */
 	bool		emit_updates;	/* windows: a row at every checkpoint */
+	bool		sink_is_topic;	/* windows: rows in order of end (a topic's
+								 * readers see them so) */
 	MemoryContext cxt;			/* the worker's lifetime */
 } WeirOperatorEnv;
 

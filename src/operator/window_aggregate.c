@@ -239,6 +239,9 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 	}
 	weir_window_chunks_finish(&chunks);
 	weir_output_deletes(pkg, retract, plan->nkeys + 1);
+	/* into a topic: in the order the windows closed (store order is a hash's) */
+	if (op->env.sink_is_topic)
+		weir_sink_rows_sort_by_time(fresh);
 	weir_output_rows(op, pkg, WEIR_PKG_SINK_INSERT, fresh);
 	weir_output_rows(op, pkg, WEIR_PKG_SINK_UPSERT, sink);
 	weir_window_chunks_package(&wo->chunks, &chunks, pkg, watermark);

@@ -724,6 +724,11 @@ setup(int32 id, WeirPipelineSlot *slot)
 	env.records_dead = &w->slot->records_dead;
 	env.lateness = w->lateness;
 	env.emit_updates = w->emit_updates;
+	{
+		WeirTopicRow sink_topic;
+
+		env.sink_is_topic = weir_catalog_topic_by_relid(w->in.row.sink, &sink_topic);
+	}
 	env.cxt = w->in.cxt;
 	w->op = weir_operator_create(&env);
 	w->target = palloc0(sizeof(WeirCheckpointTarget));
@@ -731,12 +736,7 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w->target->plan = w->in.plan;
 	w->target->slot = slot;
 	w->target->sink = weir_sink_table_open(&w->target->row, w->in.plan, w->in.cxt);
-	{
-		WeirTopicRow sink_topic;
-
-		w->publishes_watermark = w->in.plan->op != WEIR_OP_PROJECTION &&
-			weir_catalog_topic_by_relid(w->in.row.sink, &sink_topic);
-	}
+	w->publishes_watermark = w->in.plan->op != WEIR_OP_PROJECTION && env.sink_is_topic;
 	w->watermark_published = DT_NOBEGIN;
 	weir_transaction_end();
 	MemoryContextSwitchTo(w->in.cxt);

@@ -45,5 +45,6 @@ typedef struct WeirSinkProblem
 extern void weir_sink_rows_init(WeirSinkRows *s, WeirPlan *plan);
 extern void weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start,
 							   TimestampTz end, char *states);
+extern void weir_sink_rows_sort_by_time(WeirSinkRows *s);
 
 #endif							/* WEIR_SINK_ROWS_H */
