@@ -23,6 +23,8 @@
 #include "funcapi.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -249,10 +251,11 @@ chain_order(ArrayType *names)
  * sinks: a checkpoint of each, upstream first, each one's ticket taken
  * after the checkpoints of the pipelines that write its sources have
  * committed, so it covers what they wrote for rows committed before the
- * call (and the watermark they published with it).  Stopped pipelines are
- * passed over when none is named; a stopped pipeline named, or upstream of
- * one named, is an error.  Returns each pipeline with its checkpoint, in
- * the order taken.
+ * call (and the watermark they published with it).  Without names, the
+ * running pipelines the caller owns (a superuser: all); with names, those
+ * and every running pipeline upstream of them, which the caller must own
+ * too.  A stopped pipeline named is an error.  Returns each pipeline with
+ * its checkpoint, in the order taken.
  */
 PG_FUNCTION_INFO_V1(weir_checkpoint_chain);
 Datum
@@ -285,9 +288,22 @@ weir_checkpoint_chain(PG_FUNCTION_ARGS)
 	foreach(lc, order)
 	{
 		char	   *name = lfirst(lc);
-		WeirPipelineRow row = weir_pipeline_for_owner(name);
+		WeirPipelineRow row;
 		Datum		values[2];
 		bool		nulls[2] = {false, false};
+
+		if (!weir_catalog_pipeline_by_name(name, &row))
+			continue;			/* dropped meanwhile */
+		if (!has_privs_of_role(GetUserId(), row.owner))
+		{
+			/* others' pipelines are their owners' to checkpoint */
+			if (names == NULL)
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be owner of pipeline \"%s\", upstream of the pipelines named", name),
+					 errhint("Its owner can checkpoint it; weir.checkpoint() without names passes over the pipelines of other roles.")));
+		}
 
 		values[0] = CStringGetTextDatum(name);
 		values[1] = Int64GetDatum(checkpoint_one(&row, name, deadline));
