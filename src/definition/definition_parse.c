@@ -225,7 +225,7 @@ parse_keys(Oid source, const char *key, const char *what)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("%s \"%s\" of type %s is not supported", what, (char *) lfirst(ln),
 							format_type_be(exprType(expr))),
-					 errdetail("Keys and ids are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
+					 errdetail("Keys are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
 					 errhint("Cast it to one of these types, for example text.")));
 	}
 	return piece;
@@ -532,8 +532,7 @@ weir_definition_parse(const WeirDefinitionText *text)
 		case WEIR_OP_DEDUP:
 		case WEIR_OP_LAST_VALUE:
 			{
-				const char *what = text->op == WEIR_OP_DEDUP ? "id" : "key";
-				Piece		keys = parse_keys(text->source, text->key, what);
+				Piece		keys = parse_keys(text->source, text->key, "key");
 				Piece		time = parse_event_time(text->source, text->event_time, "event_time");
 				/* last value writes its keys first: the columns leave them out */
 				Piece		columns = parse_columns(text->source, text->columns,
@@ -541,7 +540,7 @@ weir_definition_parse(const WeirDefinitionText *text)
 
 				a = begin_assembly(text->op, sources, 1, keys.query, quals);
 				a.def->nkeys = list_length(keys.exprs);
-				add_items(&a, &keys, 1, what, true, false);
+				add_items(&a, &keys, 1, "key", true, false);
 				add_items(&a, &time, 1, "event_time", false, false);
 				add_items(&a, &columns, 1, "column", true, false);
 				break;
@@ -558,9 +557,10 @@ weir_definition_parse(const WeirDefinitionText *text)
 			{
 				Piece		lkeys = parse_keys(text->source, text->key, "left_key");
 				Piece		rkeys = parse_keys(text->right_source, text->right_key, "right_key");
-				Piece		ltime = parse_event_time(text->source, text->event_time, "left_time");
+				Piece		ltime = parse_event_time(text->source, text->event_time,
+													 "left_event_time");
 				Piece		rtime = parse_event_time(text->right_source, text->right_event_time,
-													 "right_time");
+													 "right_event_time");
 				Piece		columns = parse_join_columns(sources, text->columns);
 				ListCell   *l;
 				ListCell   *r;
@@ -589,8 +589,8 @@ weir_definition_parse(const WeirDefinitionText *text)
 				a.def->nkeys = list_length(lkeys.exprs);
 				add_items(&a, &lkeys, 1, "left_key", true, false);
 				add_items(&a, &rkeys, 2, "right_key", true, false);
-				add_items(&a, &ltime, 1, "left_time", false, false);
-				add_items(&a, &rtime, 2, "right_time", false, false);
+				add_items(&a, &ltime, 1, "left_event_time", false, false);
+				add_items(&a, &rtime, 2, "right_event_time", false, false);
 				add_items(&a, &columns, 1, "column", true, false);
 				break;
 			}

@@ -413,14 +413,19 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(finish_create(&args, &row, def, plan));
 }
 
+/* weir.create_dedup's parameters that were renamed */
+static const WeirRenamedArg dedup_renamed[] = {
+	{"id", "key",
+	"Call weir.create_dedup(..., key => ...): key means the same in every weir.create_* function."},
+};
+
 /*
  * weir.create_dedup and weir.create_last_value take the same arguments: a
- * key (dedup: the id), its retention (horizon, ttl), columns and filter.
+ * key, its retention (horizon, ttl), columns and filter.
  */
 static int32
 create_keyed(FunctionCallInfo fcinfo, bool dedup)
 {
-	const char *key_arg = dedup ? "id" : "key";
 	const char *retention_arg = dedup ? "horizon" : "ttl";
 	WeirSqlArgs args;
 	WeirPipelineRow row;
@@ -429,9 +434,18 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 	Interval   *retention;
 
 	weir_sql_args_init(&args, fcinfo);
+	if (dedup)
+		weir_sql_args_refuse_renamed(&args, dedup_renamed, lengthof(dedup_renamed));
 	begin_create(&args, "source", &row);
 	row.operator = dedup ? "dedup" : "last_value";
-	row.key = text_arg(&args, key_arg, true);
+	row.key = text_arg(&args, "key", false);
+	if (row.key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"key\" must not be null"),
+				 errdetail(dedup ? "A deduplication compares records by their key." :
+						   "A last value keeps the newest row of each key."),
+				 errhint("Pass key => the expressions that identify a record, for example key => 'order_id'.")));
 	row.event_time = text_arg(&args, "event_time", true);
 	retention = interval_arg(&args, retention_arg, false);
 	if (dedup)
@@ -487,6 +501,40 @@ weir_create_projection(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(finish_create(&args, &row, def, plan));
 }
 
+/* weir.create_join's parameters that were renamed */
+static const WeirRenamedArg join_renamed[] = {
+	{"left_time", "left_event_time",
+	"Call weir.create_join(..., left_event_time => ...): event_time means the same in every weir.create_* function."},
+	{"right_time", "right_event_time",
+	"Call weir.create_join(..., right_event_time => ...): event_time means the same in every weir.create_* function."},
+	{"lower", "right_after",
+	"A right row r matches a left row l when r.t BETWEEN l.t - right_before AND l.t + right_after: call weir.create_join(..., right_after => <lower>, right_before => <upper>)."},
+	{"upper", "right_before",
+	"A right row r matches a left row l when r.t BETWEEN l.t - right_before AND l.t + right_after: call weir.create_join(..., right_before => <upper>, right_after => <lower>)."},
+};
+
+/*
+ * A bound of the join window (right_before, right_after) into *bound: a
+ * duration, at least zero, so that the window always holds l.t; NULL
+ * means zero.
+ */
+static void
+join_bound(const WeirSqlArgs *args, const char *name, Interval *bound)
+{
+	FunctionCallInfo fcinfo = args->fcinfo;
+	int			i = weir_sql_arg(args, name, false);
+
+	if (PG_ARGISNULL(i))
+		return;
+	*bound = *PG_GETARG_INTERVAL_P(i);
+	if (weir_interval_usecs(bound, name) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a non-negative interval", name),
+				 errdetail("A right row r matches a left row l when r.t BETWEEN l.t - right_before AND l.t + right_after, a window that holds l.t."),
+				 errhint("For right rows at or after the left row only, pass right_before => '0'; at or before it only, right_after => '0'.")));
+}
+
 /* weir.create_join: an interval join of two topics. */
 PG_FUNCTION_INFO_V1(weir_create_join);
 Datum
@@ -496,10 +544,10 @@ weir_create_join(PG_FUNCTION_ARGS)
 	WeirPipelineRow row;
 	WeirPlan   *plan;
 	WeirDefinition *def;
-	Interval   *iv;
 	int			i;
 
 	weir_sql_args_init(&args, fcinfo);
+	weir_sql_args_refuse_renamed(&args, join_renamed, lengthof(join_renamed));
 	begin_create(&args, "left_source", &row);
 	row.operator = "join";
 	i = weir_sql_arg(&args, "right_source", false);
@@ -516,14 +564,10 @@ weir_create_join(PG_FUNCTION_ARGS)
 				 errhint("To join a topic with itself, copy it into a second topic with weir.create_projection().")));
 	row.key = text_arg(&args, "left_key", true);
 	row.right_key = text_arg(&args, "right_key", true);
-	row.event_time = text_arg(&args, "left_time", true);
-	row.right_event_time = text_arg(&args, "right_time", true);
-	iv = interval_arg(&args, "lower", true);
-	if (iv)
-		row.join_lower = *iv;
-	iv = interval_arg(&args, "upper", true);
-	if (iv)
-		row.join_upper = *iv;
+	row.event_time = text_arg(&args, "left_event_time", true);
+	row.right_event_time = text_arg(&args, "right_event_time", true);
+	join_bound(&args, "right_before", &row.right_before);
+	join_bound(&args, "right_after", &row.right_after);
 	row.join_kind = text_arg(&args, "kind", false);
 	if (row.join_kind == NULL)
 		row.join_kind = "inner";
