@@ -299,7 +299,8 @@ CREATE TABLE weir.pipeline (
 						CHECK (operator IN ('window', 'dedup', 'last_value', 'projection', 'join')),
 	-- the definition's text as given at creation, for display only: the
 	-- pipeline runs its bound definition
-	key					text,					-- join: the left's; projection: none
+	key					text,					-- join: the left's; projection, window
+											-- without key: none
 	event_time			text,					-- projection: none
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
@@ -326,7 +327,9 @@ CREATE TABLE weir.pipeline (
 	last_error			text,
 	created_at			timestamptz NOT NULL DEFAULT now(),
 	CHECK (operator <> 'window' OR (NOT windowing IS NULL AND aggregates IS NOT NULL)),
-	CHECK (operator = 'projection' OR (key IS NOT NULL AND event_time IS NOT NULL)),
+	-- a window without key aggregates all records of a window in one group
+	CHECK (operator IN ('window', 'projection') OR key IS NOT NULL),
+	CHECK (operator = 'projection' OR event_time IS NOT NULL),
 	CHECK (operator <> 'join' OR (right_source IS NOT NULL AND right_key IS NOT NULL AND
 								  right_event_time IS NOT NULL AND join_kind IS NOT NULL))
 );
@@ -424,11 +427,12 @@ GRANT SELECT ON weir.pipeline_skip TO PUBLIC;
 CREATE FUNCTION weir.create_pipeline(
 	name text,
 	source regclass,
-	key text,
-	event_time text,
-	windowing weir.windowing,
-	aggregates text,
+	key text DEFAULT NULL,
+	event_time text DEFAULT NULL,
+	windowing weir.windowing DEFAULT NULL,
+	aggregates text DEFAULT NULL,
 	filter text DEFAULT NULL,
+	late_records text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
 	allowed_lateness interval DEFAULT '0',
 	idle_timeout interval DEFAULT NULL,
@@ -436,13 +440,12 @@ CREATE FUNCTION weir.create_pipeline(
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
-	late_records text DEFAULT NULL,
 	start boolean DEFAULT true)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_pipeline';
-COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, interval, interval, interval, text, text, interval, bigint, text, boolean) IS
-	'define a windowed aggregation over a topic; returns the pipeline id';
+COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, text, interval, interval, interval, text, text, interval, bigint, boolean) IS
+	'define a windowed aggregation over a topic, per key or (key NULL) over all its records; returns the pipeline id';
 
 CREATE FUNCTION weir.create_dedup(
 	name text,

@@ -368,7 +368,8 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 }
 
 /*
- * weir.create_pipeline: a window aggregate.  Its parameters, and every
+ * weir.create_pipeline: a window aggregate, per key, or without key (NULL)
+ * over all records in one group per window.  Its parameters, and every
  * kind's, are in weir--0.1.sql; they are read here by name.
  */
 PG_FUNCTION_INFO_V1(weir_create_pipeline);
@@ -386,7 +387,7 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 	weir_sql_args_init(&args, fcinfo);
 	begin_create(&args, "source", &row);
 	row.operator = "window";
-	row.key = text_arg(&args, "key", true);
+	row.key = text_arg(&args, "key", false);
 	row.event_time = text_arg(&args, "event_time", true);
 	i = weir_sql_arg(&args, "windowing", false);
 	if (PG_ARGISNULL(i))
