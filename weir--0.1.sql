@@ -299,8 +299,7 @@ CREATE TABLE weir.pipeline (
 						CHECK (operator IN ('window', 'dedup', 'last_value', 'projection', 'join')),
 	-- the definition's text as given at creation, for display only: the
 	-- pipeline runs its bound definition
-	key					text,					-- join: the left's; projection, window
-											-- without key: none
+	key					text,					-- join: the left's; NULL: projection, keyless window
 	event_time			text,					-- projection: none
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
