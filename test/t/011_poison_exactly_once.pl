@@ -125,7 +125,7 @@ my %poison   = (
 		[ 'ev', 1, $division ], [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ],
 		[ 'ev', 4, 'key "k" is null' ], [ 'ev', 5, $cast ]
 	],
-	dd => [ [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ], [ 'ev', 4, 'id "k" is null' ], [ 'ev', 5, $cast ] ],
+	dd => [ [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ], [ 'ev', 4, 'key "k" is null' ], [ 'ev', 5, $cast ] ],
 	lv => [
 		[ 'ev', 1, $division ], [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ],
 		[ 'ev', 4, 'key "k" is null' ]
