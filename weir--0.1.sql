@@ -299,17 +299,17 @@ CREATE TABLE weir.pipeline (
 						CHECK (operator IN ('window', 'dedup', 'last_value', 'projection', 'join')),
 	-- the definition's text as given at creation, for display only: the
 	-- pipeline runs its bound definition
-	key					text,					-- dedup: the id; projection: none
+	key					text,					-- join: the left's; NULL: projection, keyless window
 	event_time			text,					-- projection: none
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
-	horizon				interval,				-- dedup; NULL: ids kept forever
+	horizon				interval,				-- dedup; NULL: keys kept forever
 	ttl					interval,				-- last_value; NULL: keys kept forever
 	right_source		oid,					-- join: the right topic (source: the left)
 	right_key			text,					-- join (key: the left's)
 	right_event_time	text,					-- join (event_time: the left's)
-	join_lower			interval,				-- join: l.t BETWEEN r.t - lower
-	join_upper			interval,				--		AND r.t + upper
+	right_before		interval,				-- join: r.t BETWEEN l.t - right_before
+	right_after			interval,				--		AND l.t + right_after
 	join_kind			text CHECK (join_kind IN ('inner', 'left')),
 	columns				text,					-- dedup, last_value; NULL: the source's
 	filter				text,
@@ -326,7 +326,9 @@ CREATE TABLE weir.pipeline (
 	last_error			text,
 	created_at			timestamptz NOT NULL DEFAULT now(),
 	CHECK (operator <> 'window' OR (NOT windowing IS NULL AND aggregates IS NOT NULL)),
-	CHECK (operator = 'projection' OR (key IS NOT NULL AND event_time IS NOT NULL)),
+	-- a window without key aggregates all records of a window in one group
+	CHECK (operator IN ('window', 'projection') OR key IS NOT NULL),
+	CHECK (operator = 'projection' OR event_time IS NOT NULL),
 	CHECK (operator <> 'join' OR (right_source IS NOT NULL AND right_key IS NOT NULL AND
 								  right_event_time IS NOT NULL AND join_kind IS NOT NULL))
 );
@@ -440,11 +442,12 @@ GRANT SELECT ON weir.pipeline_skip TO PUBLIC;
 CREATE FUNCTION weir.create_pipeline(
 	name text,
 	source regclass,
-	key text,
-	event_time text,
-	windowing weir.windowing,
-	aggregates text,
+	key text DEFAULT NULL,
+	event_time text DEFAULT NULL,
+	windowing weir.windowing DEFAULT NULL,
+	aggregates text DEFAULT NULL,
 	filter text DEFAULT NULL,
+	late_records text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
 	allowed_lateness interval DEFAULT '0',
 	idle_timeout interval DEFAULT NULL,
@@ -452,54 +455,55 @@ CREATE FUNCTION weir.create_pipeline(
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
-	late_records text DEFAULT NULL,
 	start boolean DEFAULT true)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_pipeline';
-COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, interval, interval, interval, text, text, interval, bigint, text, boolean) IS
-	'define a windowed aggregation over a topic; returns the pipeline id';
+COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, text, interval, interval, interval, text, text, interval, bigint, boolean) IS
+	'define a windowed aggregation over a topic, per key or (key NULL) over all its records; returns the pipeline id';
 
 CREATE FUNCTION weir.create_dedup(
 	name text,
 	source regclass,
-	id text,
-	event_time text,
+	key text DEFAULT NULL,
+	event_time text DEFAULT NULL,
 	horizon interval DEFAULT NULL,
 	columns text DEFAULT NULL,
 	filter text DEFAULT NULL,
+	late_records text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
 	idle_timeout interval DEFAULT NULL,
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
-	late_records text DEFAULT NULL,
-	start boolean DEFAULT true)
+	start boolean DEFAULT true,
+	-- renamed: fails with a hint
+	id text DEFAULT NULL)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_dedup';
-COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, text, text, interval, interval, text, interval, bigint, text, boolean) IS
-	'define a deduplication of a topic: records whose id was seen within the horizon (of event time) are dropped, the others go to the sink; returns the pipeline id';
+COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, text, text, text, interval, interval, text, interval, bigint, boolean, text) IS
+	'define a deduplication of a topic: records whose key was seen within the horizon (of event time) are dropped, the others go to the sink; returns the pipeline id (id: renamed to key, fails with a hint)';
 
 CREATE FUNCTION weir.create_last_value(
 	name text,
 	source regclass,
-	key text,
-	event_time text,
+	key text DEFAULT NULL,
+	event_time text DEFAULT NULL,
 	ttl interval DEFAULT NULL,
 	columns text DEFAULT NULL,
 	filter text DEFAULT NULL,
+	late_records text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
 	idle_timeout interval DEFAULT NULL,
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
-	late_records text DEFAULT NULL,
 	start boolean DEFAULT true)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_last_value';
-COMMENT ON FUNCTION weir.create_last_value(text, regclass, text, text, interval, text, text, interval, interval, text, interval, bigint, text, boolean) IS
+COMMENT ON FUNCTION weir.create_last_value(text, regclass, text, text, interval, text, text, text, interval, interval, text, interval, bigint, boolean) IS
 	'keep the newest row per key of a topic (by event time, ties by partition and position) in a table, upserted at each checkpoint; with a ttl, keys older than it leave; returns the pipeline id';
 
 CREATE FUNCTION weir.create_projection(
@@ -520,12 +524,12 @@ CREATE FUNCTION weir.create_join(
 	name text,
 	left_source regclass,
 	right_source regclass,
-	left_key text,
-	right_key text,
-	left_time text,
-	right_time text,
-	lower interval DEFAULT '0',
-	upper interval DEFAULT '0',
+	left_key text DEFAULT NULL,
+	right_key text DEFAULT NULL,
+	left_event_time text DEFAULT NULL,
+	right_event_time text DEFAULT NULL,
+	right_before interval DEFAULT '0',
+	right_after interval DEFAULT '0',
 	kind text DEFAULT 'inner',
 	columns text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
@@ -533,12 +537,17 @@ CREATE FUNCTION weir.create_join(
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
-	start boolean DEFAULT true)
+	start boolean DEFAULT true,
+	-- renamed: fail with a hint
+	left_time text DEFAULT NULL,
+	right_time text DEFAULT NULL,
+	lower interval DEFAULT NULL,
+	upper interval DEFAULT NULL)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_join';
-COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, interval, interval, text, interval, bigint, boolean) IS
-	'define an interval join of two topics: rows with equal keys and l.t BETWEEN r.t - lower AND r.t + upper, inner or left outer; returns the pipeline id';
+COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, interval, interval, text, interval, bigint, boolean, text, text, interval, interval) IS
+	'define an interval join of two topics: a right row r matches a left row l when their keys are equal and r.t BETWEEN l.t - right_before AND l.t + right_after, inner or left outer; returns the pipeline id (left_time, right_time, lower, upper: renamed, fail with a hint)';
 
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_start';
@@ -602,11 +611,12 @@ CREATE VIEW weir.pipelines AS
 		   s.records_dropped,
 		   CASE p.operator
 				WHEN 'dedup' THEN
-					CASE WHEN p.horizon IS NULL THEN 'none: every id is kept forever'
-						 ELSE 'an id leaves when the watermark passes its last sighting + ' || p.horizon END
+					CASE WHEN p.horizon IS NULL THEN 'none: every key is kept forever'
+						 ELSE 'a key leaves when the watermark passes its last sighting + ' || p.horizon END
 				WHEN 'projection' THEN 'none needed: a projection keeps no state'
-				WHEN 'join' THEN 'a left row leaves when the watermark passes its time + ' || p.join_lower ||
-								 ', a right row when it passes its time + ' || p.join_upper
+				WHEN 'join' THEN 'a left row leaves when the watermark passes its time + ' || p.right_after ||
+								 ' (right_after), a right row when it passes its time + ' || p.right_before ||
+								 ' (right_before)'
 				WHEN 'last_value' THEN
 					CASE WHEN p.ttl IS NULL THEN 'none: every key is kept forever'
 						 ELSE 'a key leaves, and its sink row is deleted, when the watermark passes its newest row + ' || p.ttl END
@@ -614,7 +624,7 @@ CREATE VIEW weir.pipelines AS
 		   END AS retention,
 		   nullif(concat_ws('; ',
 				CASE WHEN p.operator = 'dedup' AND p.horizon IS NULL
-					 THEN 'unbounded: deduplication without a horizon keeps every id it has seen'
+					 THEN 'unbounded: deduplication without a horizon keeps every key it has seen'
 					 WHEN p.operator = 'last_value' AND p.ttl IS NULL
 					 THEN 'unbounded: last value without a ttl keeps every key it has seen' END,
 				s.watermark_note), '') AS state_warning,

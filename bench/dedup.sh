@@ -14,7 +14,7 @@
 # others bring a new id (scrambled bigints, ids in no particular order).
 # Each partition is in event-time order, so nothing is late.  It measures
 # in one run, each rate the best of RUNS runs:
-#   (a) weir: weir.create_dedup(id => 'id', event_time => 'ts',
+#   (a) weir: weir.create_dedup(key => 'id', event_time => 'ts',
 #       horizon => '1 minute') over the whole backlog, from the statement
 #       that creates (and starts) it until weir.checkpoint() returns with
 #       every record processed, the kept ones in the sink and checkpointed;
@@ -252,7 +252,7 @@ weir_run() {
 	q "VACUUM weir.pipeline_chunk" >/dev/null
 	q "CHECKPOINT" >/dev/null
 	run_pipeline dedup "$run" "$name" \
-		"SELECT weir.create_dedup('$name', 'ev', id => 'id', event_time => 'ts',
+		"SELECT weir.create_dedup('$name', 'ev', key => 'id', event_time => 'ts',
 								 horizon => '$HORIZON', start => true) > 0" \
 		"p.records_out, p.records_dropped, p.records_late, p.records_dead" sample || return 0
 	read -r out dropped late dead <<<"$COUNTS"

@@ -18,8 +18,8 @@
 # out_of_orderness => JITTER nothing is late.  It measures in one run, each
 # rate the best of RUNS runs, over both topics' records (N):
 #   (a) weir: weir.create_join(orders, shipments, order_id = order_id,
-#       lower => '1 hour', upper => '0': l.ts BETWEEN r.ts - 1 hour AND r.ts,
-#       a shipment within the hour after its order), inner, columns
+#       right_before => '0', right_after => '1 hour': r.ts BETWEEN l.ts AND
+#       l.ts + 1 hour, a shipment within the hour after its order), inner, columns
 #       'l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS
 #       shipped_at', from the statement that creates (and starts) it until
 #       weir.checkpoint() returns with every record of both topics processed,
@@ -207,8 +207,8 @@ progress "partitions: orders $(partition_counts orders), shipments $(partition_c
 EXPECTED=$(q "SELECT count(*) FROM join_expected")
 # The watermark once everything is read: the smallest partition maximum
 # over both topics, minus the out-of-orderness; and the rows still buffered
-# then (a left row leaves once ts + lower, a right row once ts + upper, is
-# below it)
+# then (a left row leaves once ts + right_after, a right row once ts +
+# right_before, is below it)
 WATERMARK=$(q "SELECT min(m) - interval '$JITTER s'
 				 FROM (SELECT max(ts) m FROM orders GROUP BY part
 					   UNION ALL SELECT max(ts) FROM shipments GROUP BY part) s")
@@ -264,8 +264,8 @@ weir_run() {
 	q "CHECKPOINT" >/dev/null
 	run_pipeline "$kind" "$run" "$name" \
 		"SELECT weir.create_join('$name', 'orders', 'shipments', left_key => 'order_id',
-						right_key => 'order_id', left_time => 'ts', right_time => 'ts',
-						lower => '1 hour', upper => '0', columns => '$COLUMNS',
+						right_key => 'order_id', left_event_time => 'ts', right_event_time => 'ts',
+						right_before => '0', right_after => '1 hour', columns => '$COLUMNS',
 						out_of_orderness => '$JITTER s', start => true) > 0" \
 		"p.records_out, p.records_late, p.records_dead" sample || { read_ahead_default; return 0; }
 	read_ahead_default

@@ -26,55 +26,55 @@ SELECT weir.create_topic('dd_orders', 'order_id bigint, shop text, amount int, t
                          partitions => 2, key => 'order_id');
 
 -- definitions and their errors
-SELECT weir.create_dedup('bad', 'dd_orders', id => NULL, event_time => 'ts');
+SELECT weir.create_dedup('bad', 'dd_orders', key => NULL, event_time => 'ts');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_idd', event_time => 'ts');
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_idd', event_time => 'ts');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'amount::numeric', event_time => 'ts');
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'amount::numeric', event_time => 'ts');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          horizon => '0 s');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          horizon => '1 month');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          columns => 'order_id, random() AS r');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          columns => 'count(*)');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          columns => '');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          columns => 'order_id, amount AS order_id');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          columns => '1 FROM pg_authid --');
 \echo :LAST_ERROR_SQLSTATE
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          sink => 'dd_orders');
 \echo :LAST_ERROR_SQLSTATE
 CREATE TABLE wrong_sink (order_id bigint, shop int);
-SELECT weir.create_dedup('bad', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('bad', 'dd_orders', key => 'order_id', event_time => 'ts',
                          columns => 'order_id, shop', sink => 'wrong_sink');
 \echo :LAST_ERROR_SQLSTATE
 DROP TABLE wrong_sink;
 -- a rolled back definition leaves nothing behind
 BEGIN;
-SELECT weir.create_dedup('gone', 'dd_orders', id => 'order_id', event_time => 'ts') > 0 AS created;
+SELECT weir.create_dedup('gone', 'dd_orders', key => 'order_id', event_time => 'ts') > 0 AS created;
 ROLLBACK;
 SELECT count(*) AS pipelines, to_regclass('gone') AS sink FROM weir.pipeline WHERE name = 'gone';
 
 -- the sink weir creates: the source's columns but partition and position
-SELECT weir.create_dedup('uniq', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('uniq', 'dd_orders', key => 'order_id', event_time => 'ts',
                          horizon => '1 minute', out_of_orderness => '10 minutes',
                          late_records => 'dd_orders_late') > 0 AS created;
 \d uniq
 -- and with columns given: any expressions over the source; the id is an
 -- expression too (null for order 13: those records become dead letters)
-SELECT weir.create_dedup('uniq_cols', 'dd_orders', id => 'nullif(order_id, 13)', event_time => 'ts',
+SELECT weir.create_dedup('uniq_cols', 'dd_orders', key => 'nullif(order_id, 13)', event_time => 'ts',
                          columns => 'order_id, upper(shop) AS shop, amount * 2 AS doubled',
                          filter => 'amount > 0', horizon => '1 minute',
                          out_of_orderness => '10 minutes') > 0 AS created;
@@ -182,7 +182,7 @@ SELECT status, last_error FROM weir.pipelines WHERE name = 'uniq';
 SELECT order_id, amount FROM uniq WHERE order_id >= 2000 ORDER BY 1, 2;
 
 -- without a horizon every id is kept forever: allowed, and flagged
-SELECT weir.create_dedup('forever', 'dd_orders', id => 'order_id', event_time => 'ts') > 0 AS created;
+SELECT weir.create_dedup('forever', 'dd_orders', key => 'order_id', event_time => 'ts') > 0 AS created;
 SELECT weir.checkpoint('forever') > 0 AS checkpointed;
 SELECT count(*) AS rows, count(DISTINCT order_id) AS ids FROM forever;
 SELECT retention, state_warning FROM weir.pipelines WHERE name = 'forever';
@@ -190,7 +190,7 @@ SELECT retention, state_warning FROM weir.pipelines WHERE name = 'forever';
 -- chaining: dedup into a topic, then a window aggregate over it
 SELECT weir.create_topic('dd_orders_unique', 'order_id bigint, shop text, amount int, ts timestamptz',
                          partitions => 2, key => 'order_id');
-SELECT weir.create_dedup('to_topic', 'dd_orders', id => 'order_id', event_time => 'ts',
+SELECT weir.create_dedup('to_topic', 'dd_orders', key => 'order_id', event_time => 'ts',
                          horizon => '1 minute', out_of_orderness => '10 minutes',
                          sink => 'dd_orders_unique') > 0 AS created;
 SELECT weir.create_pipeline('per_shop', 'dd_orders_unique', key => 'shop', event_time => 'ts',

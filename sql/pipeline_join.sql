@@ -1,5 +1,5 @@
 -- Interval join of two topics: rows with equal keys and
--- l.t BETWEEN r.t - lower AND r.t + upper, inner and left outer, checked
+-- r.t BETWEEN l.t - right_before AND l.t + right_after, inner and left outer, checked
 -- against the same join written in SQL.
 SET timezone = 'UTC';
 SELECT weir.create_topic('jn_orders', 'order_id bigint, amount int, ts timestamptz',
@@ -9,43 +9,43 @@ SELECT weir.create_topic('jn_shipments', 'order_id bigint, carrier text, ts time
 
 -- errors
 SELECT weir.create_join('bad', 'jn_orders', 'jn_orders', left_key => 'order_id',
-                        right_key => 'order_id', left_time => 'ts', right_time => 'ts');
+                        right_key => 'order_id', left_event_time => 'ts', right_event_time => 'ts');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
-                        right_key => 'carrier', left_time => 'ts', right_time => 'ts');
+                        right_key => 'carrier', left_event_time => 'ts', right_event_time => 'ts');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
-                        right_key => 'order_id, carrier', left_time => 'ts', right_time => 'ts');
+                        right_key => 'order_id, carrier', left_event_time => 'ts', right_event_time => 'ts');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
-                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
+                        right_key => 'order_id', left_event_time => 'ts', right_event_time => 'ts',
                         columns => 'l.order_id, r.ts - l.ts AS delay');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
-                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
+                        right_key => 'order_id', left_event_time => 'ts', right_event_time => 'ts',
                         kind => 'full');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
-                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
-                        lower => '-1 minute');
+                        right_key => 'order_id', left_event_time => 'ts', right_event_time => 'ts',
+                        right_after => '-1 minute');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.create_join('bad', 'jn_orders', 'jn_shipments', left_key => 'order_id',
-                        right_key => 'order_id', left_time => 'ts', right_time => 'ts',
+                        right_key => 'order_id', left_event_time => 'ts', right_event_time => 'ts',
                         columns => 'l.order_id, x.carrier');
 \echo :LAST_ERROR_SQLSTATE
 
--- shipments in the hour after their order: l.t BETWEEN r.t - 1 hour AND r.t
+-- shipments in the hour after their order: r.t BETWEEN l.t AND l.t + 1 hour
 SELECT weir.create_join('shipped', 'jn_orders', 'jn_shipments',
                         left_key => 'order_id', right_key => 'order_id',
-                        left_time => 'ts', right_time => 'ts',
-                        lower => '1 hour', upper => '0',
+                        left_event_time => 'ts', right_event_time => 'ts',
+                        right_before => '0', right_after => '1 hour',
                         columns => 'l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS shipped_at',
                         out_of_orderness => '2 hours') > 0 AS created;
 \d shipped
 SELECT weir.create_join('all_orders', 'jn_orders', 'jn_shipments',
                         left_key => 'order_id', right_key => 'order_id',
-                        left_time => 'ts', right_time => 'ts',
-                        lower => '1 hour', upper => '0', kind => 'left',
+                        left_event_time => 'ts', right_event_time => 'ts',
+                        right_before => '0', right_after => '1 hour', kind => 'left',
                         out_of_orderness => '2 hours') > 0 AS created;
 \d all_orders
 
@@ -85,7 +85,7 @@ SELECT weir.checkpoint('all_orders') > 0 AS checkpointed;
 CREATE VIEW shipped_oracle AS
 SELECT l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS shipped_at
   FROM jn_orders l JOIN jn_shipments r
-    ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+    ON l.order_id = r.order_id AND r.ts BETWEEN l.ts AND l.ts + interval '1 hour'
  WHERE l.order_id < 1000;
 SELECT (SELECT count(*) FROM shipped) AS sink_rows,
        (SELECT count(*) FROM (SELECT * FROM shipped_oracle EXCEPT ALL SELECT * FROM shipped) x) AS missing,
@@ -97,7 +97,7 @@ SELECT (SELECT count(*) FROM all_orders WHERE order_id < 1000) AS sink_rows,
        (SELECT count(*) FROM (
           SELECT l.order_id, l.amount, l.ts, r.order_id, r.carrier, r.ts
             FROM jn_orders l LEFT JOIN jn_shipments r
-              ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+              ON l.order_id = r.order_id AND r.ts BETWEEN l.ts AND l.ts + interval '1 hour'
            WHERE l.order_id < 1000
           EXCEPT ALL SELECT order_id, amount, ts, right_order_id, carrier, right_ts
                        FROM all_orders WHERE order_id < 1000) x) AS missing,
@@ -107,7 +107,7 @@ SELECT (SELECT count(*) FROM all_orders WHERE order_id < 1000) AS sink_rows,
           EXCEPT ALL
           SELECT l.order_id, l.amount, l.ts, r.order_id, r.carrier, r.ts
             FROM jn_orders l LEFT JOIN jn_shipments r
-              ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - interval '1 hour' AND r.ts
+              ON l.order_id = r.order_id AND r.ts BETWEEN l.ts AND l.ts + interval '1 hour'
            WHERE l.order_id < 1000) x) AS extra,
        (SELECT count(*) FROM all_orders WHERE carrier IS NULL AND order_id < 1000) AS unmatched;
 
@@ -136,7 +136,7 @@ INSERT INTO rt_left (id, ts) SELECT i, '2026-01-01 00:00:00+00'::timestamptz + i
 INSERT INTO rt_right (id, ts) SELECT i, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 s'
   FROM generate_series(1, 20) i;
 SELECT weir.create_join('rt_join', 'rt_left', 'rt_right', left_key => 'id', right_key => 'id',
-                        left_time => 'ts', right_time => 'ts', start => false) > 0 AS created;
+                        left_event_time => 'ts', right_event_time => 'ts', start => false) > 0 AS created;
 -- time samples of both topics now; two hours later (weir's clock) the rows are old
 SELECT weir.run_retention('rt_left') AS left_deleted, weir.run_retention('rt_right') AS right_deleted;
 SET weir.clock_offset = '2h';
@@ -171,7 +171,7 @@ CREATE TABLE tl_expected AS SELECT id, length(body) AS len, md5(body) AS digest 
 -- stored bigger than a page: out of line
 SELECT id, pg_column_size(body) > 8160 AS stored_out_of_line FROM tl_docs ORDER BY id;
 SELECT weir.create_join('tl_join', 'tl_docs', 'tl_reads', left_key => 'id', right_key => 'id',
-                        left_time => 'ts', right_time => 'ts', lower => '1 day', upper => '1 day',
+                        left_event_time => 'ts', right_event_time => 'ts', right_before => '1 day', right_after => '1 day',
                         columns => 'l.id, l.body, r.ts AS read_at') > 0 AS created;
 SELECT weir.checkpoint('tl_join') > 0 AS checkpointed;
 SELECT weir.run_retention('tl_docs') AS samples_taken;

@@ -204,7 +204,7 @@ RESET ROLE;
 SET ROLE sec_mallory;
 SELECT count(*) AS visible_to_mallory FROM sec_alice.private;
 SELECT sqlstate_of($$SELECT weir.create_projection('m_copy', 'sec_alice.private')$$);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_dedup', 'sec_alice.private', id => 'k', event_time => 'at')$$);
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_dedup', 'sec_alice.private', key => 'k', event_time => 'at')$$);
 RESET ROLE;
 -- enabled while the pipeline runs: the worker notices (the relation
 -- changed) and stops, disabled; weir.start refuses it then, at once
@@ -234,16 +234,16 @@ SELECT weir.create_topic('clicks', 'user_id int, at timestamptz');
 -- weir's catalog, the system catalog
 SELECT sqlstate_of($$SELECT weir.create_projection('m_bad', 'clicks', sink => 'weir.pipeline_position')$$);
 SELECT sqlstate_of($$SELECT weir.create_projection('m_bad', 'clicks', sink => 'pg_catalog.pg_class')$$);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', key => 'user_id', event_time => 'at',
                                               late_records => 'weir.pipeline_position')$$);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', key => 'user_id', event_time => 'at',
                                               late_records => 'pg_catalog.pg_class')$$);
 -- its own source, as sink and as late records
 SELECT sqlstate_of($$SELECT weir.create_projection('m_bad', 'clicks', sink => 'clicks')$$);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', key => 'user_id', event_time => 'at',
                                               late_records => 'clicks')$$);
 -- late records into the sink
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', key => 'user_id', event_time => 'at',
                                               sink => 'm_sink', late_records => 'm_sink')$$);
 -- a temporary table
 CREATE TEMP TABLE tmp_sink (user_id int, at timestamptz);
@@ -266,10 +266,10 @@ SELECT sqlstate_of($$SELECT weir.create_pipeline('m_bad', 'clicks', key => 'user
                                                  sink => 'dup_key_sink')$$);
 -- late records of the wrong shape
 CREATE TABLE late_wrong (user_id text, at timestamptz, watermark timestamptz, received_at timestamptz, part int, pos bigint);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', key => 'user_id', event_time => 'at',
                                               late_records => 'late_wrong')$$);
 CREATE TABLE late_short (part int, pos bigint, user_id int, at timestamptz);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', key => 'user_id', event_time => 'at',
                                               late_records => 'late_short')$$);
 RESET ROLE;
 -- someone else's table, without the privileges
@@ -281,7 +281,7 @@ RESET ROLE;
 SET ROLE sec_mallory;
 SELECT sqlstate_of($$SELECT weir.create_projection('m_bad', 'clicks', columns => 'user_id, at',
                                                    sink => 'sec_alice.target')$$);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'clicks', key => 'user_id', event_time => 'at',
                                               late_records => 'sec_alice.target')$$);
 -- a sink weir would create where the owner may not: the error is
 -- PostgreSQL's, without weir's internal statement in its context
@@ -291,7 +291,7 @@ SELECT count(*) AS mallorys_pipelines FROM weir.pipelines WHERE owner::text = 's
 -- a late-records table that changes shape after creation: allowed (it
 -- mirrors the topic, whose unused columns may change too), and the pipeline
 -- does not start until they match again; the table cannot be dropped
-SELECT weir.create_dedup('m_late', 'clicks', id => 'user_id', event_time => 'at',
+SELECT weir.create_dedup('m_late', 'clicks', key => 'user_id', event_time => 'at',
                          late_records => 'm_late_records', start => false) > 0 AS created;
 ALTER TABLE m_late_records ALTER COLUMN user_id TYPE text;
 SELECT sqlstate_of($$SELECT weir.start('m_late')$$);
@@ -362,7 +362,7 @@ SELECT sqlstate_of($$SELECT weir.create_pipeline('m_bad', 'sec_mallory.clicks', 
 SELECT sqlstate_of($$SELECT weir.create_pipeline('m_bad', 'sec_mallory.clicks', key => 'user_id', event_time => 'at',
                                                  windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n',
                                                  allowed_lateness => '-2000 years')$$);
-SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'sec_mallory.clicks', id => 'user_id', event_time => 'at',
+SELECT sqlstate_of($$SELECT weir.create_dedup('m_bad', 'sec_mallory.clicks', key => 'user_id', event_time => 'at',
                                               horizon => '1000000 years')$$);
 
 ------------------------------------------------------------------------------

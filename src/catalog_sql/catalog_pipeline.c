@@ -39,7 +39,7 @@
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
 	"checkpoint_interval, max_state_memory, definition, enabled, created_at, " \
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
-	"join_lower, join_upper, join_kind, status, names, nkeys"
+	"right_before, right_after, join_kind, status, names, nkeys"
 
 /* weir.pipeline.status, in WeirPipelineStatus order */
 static const char *const status_names[] = {
@@ -151,10 +151,10 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->right_event_time = get_text(27, cxt);
 	d = get_datum(28, &isnull);
 	if (!isnull)
-		row->join_lower = *DatumGetIntervalP(d);
+		row->right_before = *DatumGetIntervalP(d);
 	d = get_datum(29, &isnull);
 	if (!isnull)
-		row->join_upper = *DatumGetIntervalP(d);
+		row->right_after = *DatumGetIntervalP(d);
 	row->join_kind = get_text(30, cxt);
 	row->status = weir_pipeline_status_from_name(get_text(31, cxt));
 	row->names = NIL;
@@ -280,8 +280,8 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 		values[22] = ObjectIdGetDatum(row->right_source);
 		values[23] = CStringGetTextDatum(row->right_key);
 		values[24] = CStringGetTextDatum(row->right_event_time);
-		values[25] = IntervalPGetDatum(&row->join_lower);
-		values[26] = IntervalPGetDatum(&row->join_upper);
+		values[25] = IntervalPGetDatum(&row->right_before);
+		values[26] = IntervalPGetDatum(&row->right_after);
 		values[27] = CStringGetTextDatum(row->join_kind);
 	}
 	else
@@ -298,7 +298,7 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 					  "windowing, aggregates, filter, out_of_orderness, allowed_lateness, "
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
 					  "max_state_memory, names, enabled, operator, horizon, columns, ttl, "
-					  "right_source, right_key, right_event_time, join_lower, join_upper, join_kind, "
+					  "right_source, right_key, right_event_time, right_before, right_after, join_kind, "
 					  "nkeys, status) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "

@@ -73,7 +73,7 @@ typedef struct WeirPipelineRow
 	List	   *names;			/* String per item of the definition */
 	int			nkeys;			/* key items of the definition (per side) */
 	Oid			source;
-	char	   *key;			/* NULL for a projection */
+	char	   *key;			/* a join: the left's; NULL for a projection */
 	char	   *event_time;		/* NULL for a projection */
 	Datum		windowing;		/* weir.windowing, copied; 0 for dedup */
 	char	   *aggregates;		/* NULL for dedup */
@@ -99,8 +99,8 @@ typedef struct WeirPipelineRow
 	Oid			right_source;	/* join; source is the left */
 	char	   *right_key;
 	char	   *right_event_time;
-	Interval	join_lower;
-	Interval	join_upper;
+	Interval	right_before;	/* r.t BETWEEN l.t - right_before */
+	Interval	right_after;	/* AND l.t + right_after */
 	char	   *join_kind;		/* "inner" or "left" */
 	WeirPipelineStatus status;	/* as read; insert writes starting or
 								 * stopped, as enabled says */

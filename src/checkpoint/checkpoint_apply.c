@@ -123,7 +123,7 @@ published_watermark(const WeirPlan *plan, TimestampTz watermark)
 	if (TIMESTAMP_NOT_FINITE(watermark))
 		return watermark;
 	if (plan->op == WEIR_OP_JOIN)
-		return watermark - Max(plan->join_lower, plan->join_upper);
+		return watermark - Max(plan->right_before, plan->right_after);
 	return watermark;
 }
 

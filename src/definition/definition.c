@@ -427,7 +427,7 @@ plan_window(WeirDefinition *def, const WeirPlanOptions *options)
 }
 
 /*
- * Dedup and last value: a key (dedup: the id), event time, filter, columns,
+ * Dedup and last value: a key, event time, filter, columns,
  * a retention, and a state per key.
  */
 static WeirPlan *
@@ -442,7 +442,7 @@ plan_keyed(WeirDefinition *def, const WeirPlanOptions *options)
 	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
 	if (def->op == WEIR_OP_DEDUP)
 	{
-		/* the sink: the columns (what an id keeps is dedup.c's) */
+		/* the sink: the columns (what a key keeps is dedup.c's) */
 		add_column_sinkcols(plan);
 		return plan;
 	}
@@ -469,9 +469,10 @@ plan_projection(WeirDefinition *def)
 
 /*
  * A join: the plan is the left side, plan->right the right side, each with
- * its keys, event time and its side's columns.  l.t BETWEEN r.t - lower
- * AND r.t + upper.  Sink column i is column sink_index[i] of side
- * sink_side[i] (0: left, 1: right), in the order the columns were given.
+ * its keys, event time and its side's columns: a right row r matches a
+ * left row l when r.t BETWEEN l.t - right_before AND l.t + right_after.
+ * Sink column i is column sink_index[i] of side sink_side[i] (0: left, 1:
+ * right), in the order the columns were given.
  */
 static WeirPlan *
 plan_join(WeirDefinition *def, const WeirPlanOptions *options)
@@ -505,8 +506,8 @@ plan_join(WeirDefinition *def, const WeirPlanOptions *options)
 		add_sink_column(left, item_name(def, from + i), exprType((Node *) expr),
 						exprTypmod((Node *) expr), exprCollation((Node *) expr), true);
 	}
-	left->join_lower = right->join_lower = options->join_lower;
-	left->join_upper = right->join_upper = options->join_upper;
+	left->right_before = right->right_before = options->right_before;
+	left->right_after = right->right_after = options->right_after;
 	left->left_outer = right->left_outer = options->left_outer;
 	left->right = right;
 	left->nsinkkey = 0;

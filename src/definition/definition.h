@@ -29,7 +29,7 @@
 typedef enum WeirOperatorKind
 {
 	WEIR_OP_WINDOW,				/* windowed aggregates per key */
-	WEIR_OP_DEDUP,				/* records whose id was not seen within a horizon */
+	WEIR_OP_DEDUP,				/* records whose key was not seen within a horizon */
 	WEIR_OP_LAST_VALUE,			/* the newest row per key */
 	WEIR_OP_PROJECTION,			/* every record (filtered), as columns: no state */
 	WEIR_OP_JOIN				/* an interval join of two topics */
@@ -145,7 +145,7 @@ struct WeirPlan
 	bool		has_generic;	/* some aggregate keeps a state in local memory */
 	WeirWindowing windowing;
 	/*
-	 * WEIR_OP_DEDUP, WEIR_OP_LAST_VALUE: the id or key is `keys`; a row
+	 * WEIR_OP_DEDUP, WEIR_OP_LAST_VALUE: the key is `keys`; a row
 	 * emits `columns`.  Retention: the dedup's horizon or last value's ttl.
 	 */
 	int64		retention;		/* us of event time; 0: kept forever */
@@ -158,13 +158,14 @@ struct WeirPlan
 
 	/*
 	 * WEIR_OP_JOIN: this plan is the left side (source, keys, event_time,
-	 * its columns); `right` the right side.  l.t BETWEEN r.t - lower AND
-	 * r.t + upper.  Sink column i is column sink_index[i] of side
-	 * sink_side[i] (0: left, 1: right).
+	 * its columns); `right` the right side.  A right row r matches a left
+	 * row l when r.t BETWEEN l.t - right_before AND l.t + right_after (both
+	 * >= 0).  Sink column i is column sink_index[i] of side sink_side[i]
+	 * (0: left, 1: right).
 	 */
 	WeirPlan   *right;
-	int64		join_lower;		/* us */
-	int64		join_upper;		/* us */
+	int64		right_before;	/* us */
+	int64		right_after;	/* us */
 	bool		left_outer;
 	int		   *sink_side;
 	int		   *sink_index;
@@ -177,7 +178,7 @@ struct WeirPlan
  * analysed once, at creation, and stored as a view (definition_store.c),
  * which is what a worker runs.  Its target list, by operator:
  *	window:				keys, event time, aggregates
- *	dedup, last value:	keys (ids), event time, columns
+ *	dedup, last value:	keys, event time, columns
  *	projection:			columns
  *	join:				left keys, right keys, left time, right time, columns
  * Vars refer to the source as varno 1 (a join's right source: 2).
@@ -199,7 +200,7 @@ typedef struct WeirDefinitionText
 	WeirOperatorKind op;
 	Oid			source;
 	Oid			right_source;	/* join */
-	const char *key;			/* dedup: the id; join: the left key */
+	const char *key;			/* join: the left key */
 	const char *right_key;
 	const char *event_time;
 	const char *right_event_time;
@@ -213,8 +214,8 @@ typedef struct WeirPlanOptions
 {
 	WeirWindowing windowing;	/* window */
 	int64		retention;		/* us; dedup horizon, last value ttl; 0: none */
-	int64		join_lower;		/* us */
-	int64		join_upper;		/* us */
+	int64		right_before;	/* us; join */
+	int64		right_after;	/* us; join */
 	bool		left_outer;
 } WeirPlanOptions;
 

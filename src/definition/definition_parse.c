@@ -208,12 +208,22 @@ refuse_duplicates(Piece *piece, const char *what, const char *hint)
 						 errhint("%s", hint)));
 }
 
+/*
+ * Key expressions: one or more, `hint` saying what to do when there are
+ * none; with hint NULL (a window aggregate's), none is fine.
+ */
 static Piece
-parse_keys(Oid source, const char *key, const char *what)
+parse_keys(Oid source, const char *key, const char *what, const char *hint)
 {
 	Piece		piece = piece_of(analyze_over(&source, 1, key, NULL, what), what, what, false);
 	ListCell   *lc;
 	ListCell   *ln;
+
+	if (piece.exprs == NIL && hint != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("invalid %s: it has no expressions", what),
+				 errhint("%s", hint)));
 
 	refuse_duplicates(&piece, what, psprintf("Name each %s with AS.", what));
 	forboth(lc, piece.exprs, ln, piece.names)
@@ -225,7 +235,7 @@ parse_keys(Oid source, const char *key, const char *what)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("%s \"%s\" of type %s is not supported", what, (char *) lfirst(ln),
 							format_type_be(exprType(expr))),
-					 errdetail("Keys and ids are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
+					 errdetail("Keys are compared by their binary value, which is equality only for integer, boolean, date, timestamp, uuid, bytea and text types (text under a deterministic collation)."),
 					 errhint("Cast it to one of these types, for example text.")));
 	}
 	return piece;
@@ -517,13 +527,17 @@ weir_definition_parse(const WeirDefinitionText *text)
 	{
 		case WEIR_OP_WINDOW:
 			{
-				Piece		keys = parse_keys(text->source, text->key, "key");
+				/* no key (NULL, or no expressions): one group per window */
+				Piece		keys = {NULL, NIL, NIL};
 				Piece		time = parse_event_time(text->source, text->event_time, "event_time");
 				Piece		aggs = parse_aggregates(text->source, text->aggregates);
 
-				a = begin_assembly(text->op, sources, 1, keys.query, quals);
+				if (text->key)
+					keys = parse_keys(text->source, text->key, "key", NULL);
+				a = begin_assembly(text->op, sources, 1, time.query, quals);
 				a.def->nkeys = list_length(keys.exprs);
-				add_items(&a, &keys, 1, "key", true, true);
+				if (keys.query)
+					add_items(&a, &keys, 1, "key", true, true);
 				add_items(&a, &time, 1, "event_time", false, true);
 				add_items(&a, &aggs, 1, "aggregate", true, false);
 				a.def->query->hasAggs = true;
@@ -532,8 +546,8 @@ weir_definition_parse(const WeirDefinitionText *text)
 		case WEIR_OP_DEDUP:
 		case WEIR_OP_LAST_VALUE:
 			{
-				const char *what = text->op == WEIR_OP_DEDUP ? "id" : "key";
-				Piece		keys = parse_keys(text->source, text->key, what);
+				Piece		keys = parse_keys(text->source, text->key, "key",
+											  "Give one or more expressions that identify a record.");
 				Piece		time = parse_event_time(text->source, text->event_time, "event_time");
 				/* last value writes its keys first: the columns leave them out */
 				Piece		columns = parse_columns(text->source, text->columns,
@@ -541,7 +555,7 @@ weir_definition_parse(const WeirDefinitionText *text)
 
 				a = begin_assembly(text->op, sources, 1, keys.query, quals);
 				a.def->nkeys = list_length(keys.exprs);
-				add_items(&a, &keys, 1, what, true, false);
+				add_items(&a, &keys, 1, "key", true, false);
 				add_items(&a, &time, 1, "event_time", false, false);
 				add_items(&a, &columns, 1, "column", true, false);
 				break;
@@ -556,11 +570,14 @@ weir_definition_parse(const WeirDefinitionText *text)
 			}
 		case WEIR_OP_JOIN:
 			{
-				Piece		lkeys = parse_keys(text->source, text->key, "left_key");
-				Piece		rkeys = parse_keys(text->right_source, text->right_key, "right_key");
-				Piece		ltime = parse_event_time(text->source, text->event_time, "left_time");
+				Piece		lkeys = parse_keys(text->source, text->key, "left_key",
+											   "Give one or more expressions to join on.");
+				Piece		rkeys = parse_keys(text->right_source, text->right_key, "right_key",
+											   "Give one or more expressions to join on.");
+				Piece		ltime = parse_event_time(text->source, text->event_time,
+													 "left_event_time");
 				Piece		rtime = parse_event_time(text->right_source, text->right_event_time,
-													 "right_time");
+													 "right_event_time");
 				Piece		columns = parse_join_columns(sources, text->columns);
 				ListCell   *l;
 				ListCell   *r;
@@ -589,8 +606,8 @@ weir_definition_parse(const WeirDefinitionText *text)
 				a.def->nkeys = list_length(lkeys.exprs);
 				add_items(&a, &lkeys, 1, "left_key", true, false);
 				add_items(&a, &rkeys, 2, "right_key", true, false);
-				add_items(&a, &ltime, 1, "left_time", false, false);
-				add_items(&a, &rtime, 2, "right_time", false, false);
+				add_items(&a, &ltime, 1, "left_event_time", false, false);
+				add_items(&a, &rtime, 2, "right_event_time", false, false);
 				add_items(&a, &columns, 1, "column", true, false);
 				break;
 			}

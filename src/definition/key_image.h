@@ -7,7 +7,9 @@
  * Layout, key column after key column: a by-value type as its Datum (8
  * bytes), a fixed-length by-reference type as its bytes, a varlena as a
  * uint32 length and its data bytes (detoasted, no header).  No alignment
- * and no null (a null key is refused when the record is evaluated).  The
+ * and no null (a null key is refused when the record is evaluated).  A
+ * window aggregate without key has the empty image (length 0): one group,
+ * which every part of the state handles like any other key.  The
  * layout is written into checkpoint chunks: changing it needs a new chunk
  * format (catalog_chunk.c), never a silent reinterpretation.
  *

@@ -71,8 +71,8 @@ weir_pipeline_plan_options(WeirPipelineRow *row, WeirPlanOptions *o)
 		o->retention = weir_interval_usecs(&row->ttl, "ttl");
 	if (row->join_kind)
 	{
-		o->join_lower = weir_interval_usecs(&row->join_lower, "lower");
-		o->join_upper = weir_interval_usecs(&row->join_upper, "upper");
+		o->right_before = weir_interval_usecs(&row->right_before, "right_before");
+		o->right_after = weir_interval_usecs(&row->right_after, "right_after");
 		o->left_outer = strcmp(row->join_kind, "left") == 0;
 	}
 }

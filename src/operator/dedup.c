@@ -3,18 +3,18 @@
  * dedup.c
  *	  Deduplication: which records pass, and the rows they owe the sink.
  *
- * Semantics (README "Deduplication").  A record whose id was seen within
+ * Semantics (README "Deduplication").  A record whose key was seen within
  * the horizon is a duplicate: there is an earlier record (read before it)
- * with the same id whose event time is later than the record's event time
+ * with the same key whose event time is later than the record's event time
  * minus the horizon.  Duplicates are dropped and counted; the others are
- * kept and go to the sink.  Each id keeps one state, its last sighting t:
+ * kept and go to the sink.  Each key keeps one state, its last sighting t:
  * the latest event time it was seen at, duplicates included, so a record
  * is a duplicate exactly when t > its event time - horizon.  Without a
- * horizon an id, once seen, makes every later record with it a duplicate.
+ * horizon a key, once seen, makes every later record with it a duplicate.
  *
- * An id leaves memory when the watermark reaches t + horizon (keyed.c): no
+ * A key leaves memory when the watermark reaches t + horizon (keyed.c): no
  * record that is not late can be its duplicate any more.  A record with an
- * event time below the watermark is late (an id it might duplicate may
+ * event time below the watermark is late (a key it might duplicate may
  * have left), and is dropped and counted as late, as with windows.
  *
  * Copyright (c) 2026, weir developers
@@ -34,14 +34,14 @@
 
 typedef struct WeirDedup
 {
-	WeirKeyed  *ids;			/* one entry per id; t: last seen at */
-	int64		horizon;		/* us of event time; 0: ids are kept forever */
+	WeirKeyed  *keys;			/* one entry per key; t: last seen at */
+	int64		horizon;		/* us of event time; 0: keys are kept forever */
 	WeirKeptRows kept;			/* records kept since the last checkpoint */
 } WeirDedup;
 
 /*
  * Judge one record; a kept one's column values join the pending sink rows.
- * A record the state can no longer judge (an id it matches may have left)
+ * A record the state can no longer judge (a key it matches may have left)
  * is late.
  */
 static WeirApplied
@@ -53,18 +53,18 @@ dedup_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 
 	if (d->horizon > 0 && r->t < watermark)
 		return WEIR_LATE;
-	dp = weir_keyed_enter(d->ids, r->key, r->keylen, r->keyhash, r->t, &created);
+	dp = weir_keyed_enter(d->keys, r->key, r->keylen, r->keyhash, r->t, &created);
 	if (!DsaPointerIsValid(dp))
 		return WEIR_NO_MEMORY;
 	if (!created)
 	{
-		WeirKeyedState *s = weir_keyed_state(d->ids, dp);
+		WeirKeyedState *s = weir_keyed_state(d->keys, dp);
 		bool		duplicate = d->horizon == 0 || s->t > r->t - d->horizon;
 
 		if (r->t > s->t)
 		{
 			s->t = r->t;
-			weir_keyed_touch(d->ids, dp);
+			weir_keyed_touch(d->keys, dp);
 		}
 		if (duplicate)
 			return WEIR_DROPPED;
@@ -79,11 +79,11 @@ dedup_expire(WeirOperator *op, TimestampTz watermark)
 {
 	WeirDedup  *d = op->state;
 
-	(void) weir_keyed_expire(d->ids, watermark);
+	(void) weir_keyed_expire(d->keys, watermark);
 	return false;
 }
 
-/* Sync phase: the records kept, and the chunks of the ids that changed. */
+/* Sync phase: the records kept, and the chunks of the keys that changed. */
 static void
 dedup_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCollected *n)
 {
@@ -91,7 +91,7 @@ dedup_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCol
 	WeirKeyedCollected collected;
 
 	LWLockAcquire(op->env.lock, LW_EXCLUSIVE);
-	weir_keyed_collect(d->ids, watermark, &collected);
+	weir_keyed_collect(d->keys, watermark, &collected);
 	LWLockRelease(op->env.lock);
 	weir_output_kept(op, pkg, watermark, d->kept.pending, &collected, n);
 }
@@ -102,7 +102,7 @@ dedup_after_checkpoint(WeirOperator *op)
 	WeirDedup  *d = op->state;
 
 	weir_kept_rows_forget(&d->kept);
-	(void) weir_keyed_after_checkpoint(d->ids);
+	(void) weir_keyed_after_checkpoint(d->keys);
 	return false;
 }
 
@@ -115,7 +115,7 @@ dedup_pending_sink_rows(WeirOperator *op)
 }
 
 static const WeirOperatorOps dedup_ops = {
-	.state_noun = "ids",
+	.state_noun = "keys",
 	.rows_once = true,
 	.worker_bound = true,
 	.apply = dedup_apply,
@@ -128,7 +128,7 @@ static const WeirOperatorOps dedup_ops = {
 	.held_entries = weir_keyed_ops_held_entries,
 };
 
-/* Per id: the latest event time it was seen at (WeirKeyedState.t). */
+/* Per key: the latest event time it was seen at (WeirKeyedState.t). */
 Size
 weir_dedup_entry_state(void)
 {
@@ -143,10 +143,10 @@ weir_dedup_operator_init(WeirOperator *op)
 	WeirDedup  *d = MemoryContextAllocZero(cxt, sizeof(WeirDedup));
 
 	d->horizon = plan->retention;
-	d->ids = weir_keyed_create(plan, op->env.store, 0, weir_dedup_entry_state(),
+	d->keys = weir_keyed_create(plan, op->env.store, 0, weir_dedup_entry_state(),
 							   plan->retention, false, cxt);
 	weir_kept_rows_init(&d->kept, plan, cxt);
 	op->ops = &dedup_ops;
-	op->keys = d->ids;
+	op->keys = d->keys;
 	op->state = d;
 }

@@ -4,13 +4,14 @@
  *	  Interval join of two topics.
  *
  * Semantics (README "Interval join").  A left row L and a right row R join
- * when their keys are equal and R.t - lower <= L.t <= R.t + upper.  Each
- * row is buffered per key on its side; a row arriving on one side is
- * matched against the other side's buffered rows of its key, and each
- * pair is emitted once, when its second row arrives.  A left row can match
- * right rows up to L.t + lower, and right rows to come have t >= the
- * watermark, so L leaves the buffer once the watermark is past L.t + lower;
- * a right row once it is past R.t + upper.  A row with t below the
+ * when their keys are equal and L.t - right_before <= R.t <= L.t +
+ * right_after.  Each row is buffered per key on its side; a row arriving
+ * on one side is matched against the other side's buffered rows of its
+ * key, and each pair is emitted once, when its second row arrives.  A left
+ * row can match right rows up to L.t + right_after, and right rows to come
+ * have t >= the watermark, so L leaves the buffer once the watermark is
+ * past L.t + right_after; a right row (matching left rows up to R.t +
+ * right_before) once it is past R.t + right_before.  A row with t below the
  * watermark is late (a partner may have left): dropped and counted.  So
  * the result is every pair of rows that are not late, whatever the order
  * of reading.  A left outer join also emits, when a left row leaves the
@@ -68,7 +69,8 @@ typedef struct WeirJoin
 	WeirKeyed  *keys;			/* one entry per key: both sides' rows */
 	WeirRowArena arenas[2];		/* per side: the rows' memory (a side's rows
 								 * leave in about arrival order) */
-	int64		bound[2];		/* a row can match until t + bound[side] */
+	int64		bound[2];		/* a row can match until t + bound[side]:
+								 * left right_after, right right_before */
 	TimestampTz watermark;		/* as of the last apply or drain */
 
 	/* joined rows since the last checkpoint: the sink's next rows */
@@ -412,8 +414,8 @@ join_create(WeirPlan *plan, WeirStore *store, MemoryContext parent)
 
 	j->plan = plan;
 	j->store = store;
-	j->bound[0] = plan->join_lower;
-	j->bound[1] = plan->join_upper;
+	j->bound[0] = plan->right_after;
+	j->bound[1] = plan->right_before;
 	j->watermark = DT_NOBEGIN;
 
 	/*
@@ -502,7 +504,8 @@ join_row(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
 			TimestampTz lt = side == 0 ? t : o->t;
 			TimestampTz rt = side == 0 ? o->t : t;
 
-			if (rt - j->bound[0] <= lt && lt <= rt + j->bound[1])
+			/* rt BETWEEN lt - right_before AND lt + right_after */
+			if (lt - j->bound[1] <= rt && rt <= lt + j->bound[0])
 			{
 				if (own == NULL)
 					own = own_values(j, plan, values, nulls);

@@ -142,7 +142,9 @@ put_windows(ReturnSetInfo *rsinfo, WeirPlan *plan, Copied *copies, uint32 ncopie
 		}
 		result = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
 
+		/* a window aggregate without key: one group, no key to show */
 		values[0] = CStringGetTextDatum(key.data);
+		nulls[0] = plan->nkeys == 0;
 		values[1] = TimestampTzGetDatum(c->start);
 		values[2] = TimestampTzGetDatum(c->end);
 		values[3] = BoolGetDatum((c->flags & WEIR_ENTRY_FIRED) != 0);

@@ -152,10 +152,17 @@ weir_session(PG_FUNCTION_ARGS)
 
 /* --- creating ------------------------------------------------------------- */
 
+/*
+ * Text argument `name`; NULL if null (or the function has no such
+ * parameter), which is an error if `required`.
+ */
 static char *
-text_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool required)
+text_arg(const WeirSqlArgs *args, const char *name, bool required)
 {
-	if (PG_ARGISNULL(argno))
+	FunctionCallInfo fcinfo = args->fcinfo;
+	int			i = weir_sql_arg(args, name, !required);
+
+	if (i < 0 || PG_ARGISNULL(i))
 	{
 		if (required)
 			ereport(ERROR,
@@ -163,17 +170,23 @@ text_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool required)
 					 errmsg("argument \"%s\" must not be null", name)));
 		return NULL;
 	}
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	return text_to_cstring(PG_GETARG_TEXT_PP(i));
 }
 
+/*
+ * Interval argument `name`, checked as a duration (positive, or with
+ * allow_zero at least zero); NULL if null or not a parameter.
+ */
 static Interval *
-interval_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool allow_zero)
+interval_arg(const WeirSqlArgs *args, const char *name, bool allow_zero)
 {
+	FunctionCallInfo fcinfo = args->fcinfo;
+	int			i = weir_sql_arg(args, name, true);
 	Interval   *v;
 
-	if (PG_ARGISNULL(argno))
+	if (i < 0 || PG_ARGISNULL(i))
 		return NULL;
-	v = PG_GETARG_INTERVAL_P(argno);
+	v = PG_GETARG_INTERVAL_P(i);
 	(void) weir_duration_usecs(v, name, allow_zero);
 	return v;
 }
@@ -224,24 +237,15 @@ sink_definition(WeirPlan *plan, const char *qualified)
 }
 
 /*
- * Where the options every pipeline kind shares sit in its create function;
- * -1: the kind does not take it (its default applies).
+ * Name, source and their checks: the first two parameters of every kind,
+ * the only ones callers may give by position.  The source parameter is
+ * `source_arg` ("source", a join's "left_source").
  */
-typedef struct CommonArgs
-{
-	int			out_of_orderness;
-	int			idle_timeout;
-	int			sink;
-	int			checkpoint_interval;
-	int			max_state_memory;
-	int			late_records;
-	int			start;
-} CommonArgs;
-
-/* Name, source and their checks: the first two arguments of every kind. */
 static void
-begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
+begin_create(const WeirSqlArgs *args, const char *source_arg, WeirPipelineRow *row)
 {
+	FunctionCallInfo fcinfo = args->fcinfo;
+	int			source = weir_sql_arg(args, source_arg, false);
 	WeirPipelineRow existing;
 
 	(void) weir_shmem();
@@ -254,12 +258,12 @@ begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
 				 errhint("Create the pipeline in database \"%s\", or set weir.database and restart the server.",
 						 weir_database ? weir_database : "")));
 	memset(row, 0, sizeof(*row));
-	row->name = text_arg(fcinfo, 0, "name", true);
-	if (PG_ARGISNULL(1))
+	row->name = text_arg(args, "name", true);
+	if (PG_ARGISNULL(source))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"source\" must not be null")));
-	row->source = PG_GETARG_OID(1);
+				 errmsg("argument \"%s\" must not be null", source_arg)));
+	row->source = PG_GETARG_OID(source);
 	if (row->name[0] == '\0' || strlen(row->name) >= NAMEDATALEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -276,31 +280,32 @@ begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
 }
 
 /*
- * The options every kind shares, the sink (created with the right columns,
- * or checked), the late-records table, and the catalog row.
+ * The options every kind shares (those a kind does not declare take their
+ * defaults), the sink (created with the right columns, or checked), the
+ * late-records table, and the catalog row.
  */
 static int32
-finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirDefinition *def,
-			  WeirPlan *plan, const CommonArgs *args)
+finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def,
+			  WeirPlan *plan)
 {
+	FunctionCallInfo fcinfo = args->fcinfo;
 	char	   *sink_name;
 	char	   *late_name;
 	Oid			sink;
 	RangeVar   *rv;
 	Interval   *iv;
 	int64		checkpoint_us;
+	int			i;
 
 	/* NULL out_of_orderness means none */
-	iv = args->out_of_orderness < 0 ? NULL :
-		interval_arg(fcinfo, args->out_of_orderness, "out_of_orderness", true);
+	iv = interval_arg(args, "out_of_orderness", true);
 	if (iv)
 		row->out_of_orderness = *iv;
-	iv = args->idle_timeout < 0 ? NULL :
-		interval_arg(fcinfo, args->idle_timeout, "idle_timeout", false);
+	iv = interval_arg(args, "idle_timeout", false);
 	row->has_idle_timeout = iv != NULL;
 	if (iv)
 		row->idle_timeout = *iv;
-	iv = interval_arg(fcinfo, args->checkpoint_interval, "checkpoint_interval", false);
+	iv = interval_arg(args, "checkpoint_interval", false);
 	if (iv == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -311,18 +316,20 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirDefinition *def
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
 	row->checkpoint_interval = *iv;
-	row->max_state_memory = args->max_state_memory < 0 || PG_ARGISNULL(args->max_state_memory) ?
-		(int64) weir_default_max_state_memory * 1024 :
-		PG_GETARG_INT64(args->max_state_memory);
+	i = weir_sql_arg(args, "max_state_memory", true);
+	row->max_state_memory = i < 0 || PG_ARGISNULL(i) ?
+		(int64) weir_default_max_state_memory * 1024 : PG_GETARG_INT64(i);
 	if (row->max_state_memory < 1024 * 1024)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_state_memory must be at least 1MB (1048576 bytes)")));
-	row->enabled = PG_ARGISNULL(args->start) ? true : PG_GETARG_BOOL(args->start);
+	i = weir_sql_arg(args, "start", false);
+	row->enabled = PG_ARGISNULL(i) ? true : PG_GETARG_BOOL(i);
 	row->owner = GetUserId();
 
-	sink_name = PG_ARGISNULL(args->sink) ? row->name :
-		text_arg(fcinfo, args->sink, "sink", false);
+	sink_name = text_arg(args, "sink", false);
+	if (sink_name == NULL)
+		sink_name = row->name;
 	sink = relation_if_exists(sink_name, &rv);
 	if (!OidIsValid(sink))
 	{
@@ -332,8 +339,7 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirDefinition *def
 	row->sink = sink;
 	weir_check_sink(plan, row, sink, row->owner);
 
-	late_name = args->late_records < 0 ? NULL :
-		text_arg(fcinfo, args->late_records, "late_records", false);
+	late_name = text_arg(args, "late_records", false);
 	if (late_name)
 	{
 		Oid			late = relation_if_exists(late_name, &rv);
@@ -362,73 +368,87 @@ finish_create(FunctionCallInfo fcinfo, WeirPipelineRow *row, WeirDefinition *def
 }
 
 /*
- * weir.create_pipeline(name, source, key, event_time, windowing, aggregates,
- *		filter, out_of_orderness, allowed_lateness, idle_timeout, emit, sink,
- *		checkpoint_interval, max_state_memory, late_records, start)
+ * weir.create_pipeline: a window aggregate, per key, or without key (NULL)
+ * over all records in one group per window.  Its parameters, and every
+ * kind's, are in weir--0.1.sql; they are read here by name.
  */
 PG_FUNCTION_INFO_V1(weir_create_pipeline);
 Datum
 weir_create_pipeline(PG_FUNCTION_ARGS)
 {
-	static const CommonArgs args = {7, 9, 11, 12, 13, 14, 15};
+	WeirSqlArgs args;
 	WeirPipelineRow row;
 	WeirWindowing windowing;
 	WeirPlan   *plan;
 	WeirDefinition *def;
 	Interval   *iv;
+	int			i;
 
-	begin_create(fcinfo, &row);
+	weir_sql_args_init(&args, fcinfo);
+	begin_create(&args, "source", &row);
 	row.operator = "window";
-	row.key = text_arg(fcinfo, 2, "key", true);
-	row.event_time = text_arg(fcinfo, 3, "event_time", true);
-	if (PG_ARGISNULL(4))
+	row.key = text_arg(&args, "key", false);
+	row.event_time = text_arg(&args, "event_time", true);
+	i = weir_sql_arg(&args, "windowing", false);
+	if (PG_ARGISNULL(i))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"windowing\" must not be null"),
 				 errhint("Pass weir.tumbling(size), weir.hopping(size, slide) or weir.session(gap).")));
-	row.windowing = PG_GETARG_DATUM(4);
-	row.aggregates = text_arg(fcinfo, 5, "aggregates", true);
-	row.filter = text_arg(fcinfo, 6, "filter", false);
+	row.windowing = PG_GETARG_DATUM(i);
+	row.aggregates = text_arg(&args, "aggregates", true);
+	row.filter = text_arg(&args, "filter", false);
 	weir_definition_windowing(row.windowing, &windowing);
 	plan = plan_from_text(&row, &def);
 
-	iv = interval_arg(fcinfo, 8, "allowed_lateness", true);
+	iv = interval_arg(&args, "allowed_lateness", true);
 	if (iv)
 		row.allowed_lateness = *iv;
-	row.emit = PG_ARGISNULL(10) ? "final" : text_arg(fcinfo, 10, "emit", false);
+	row.emit = text_arg(&args, "emit", false);
+	if (row.emit == NULL)
+		row.emit = "final";
 	if (strcmp(row.emit, "final") != 0 && strcmp(row.emit, "updates") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("emit must be 'final' or 'updates', not '%s'", row.emit)));
-	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
+	PG_RETURN_INT32(finish_create(&args, &row, def, plan));
 }
 
+/* weir.create_dedup's parameters that were renamed */
+static const WeirRenamedArg dedup_renamed[] = {
+	{"id", "key",
+	"Call weir.create_dedup(..., key => ...): key means the same in every weir.create_* function."},
+};
+
 /*
- * weir.create_dedup(name, source, id, event_time, horizon, columns, filter,
- *		out_of_orderness, idle_timeout, sink, checkpoint_interval,
- *		max_state_memory, late_records, start)
- * weir.create_last_value(name, source, key, event_time, ttl, columns, filter,
- *		... the same)
- *
- * The two take the same arguments: a key (dedup: the id), its retention
- * (horizon, ttl), columns and filter.
+ * weir.create_dedup and weir.create_last_value take the same arguments: a
+ * key, its retention (horizon, ttl), columns and filter.
  */
 static int32
 create_keyed(FunctionCallInfo fcinfo, bool dedup)
 {
-	static const CommonArgs args = {7, 8, 9, 10, 11, 12, 13};
-	const char *key_arg = dedup ? "id" : "key";
 	const char *retention_arg = dedup ? "horizon" : "ttl";
+	WeirSqlArgs args;
 	WeirPipelineRow row;
 	WeirPlan   *plan;
 	WeirDefinition *def;
 	Interval   *retention;
 
-	begin_create(fcinfo, &row);
+	weir_sql_args_init(&args, fcinfo);
+	if (dedup)
+		weir_sql_args_refuse_renamed(&args, dedup_renamed, lengthof(dedup_renamed));
+	begin_create(&args, "source", &row);
 	row.operator = dedup ? "dedup" : "last_value";
-	row.key = text_arg(fcinfo, 2, key_arg, true);
-	row.event_time = text_arg(fcinfo, 3, "event_time", true);
-	retention = interval_arg(fcinfo, 4, retention_arg, false);
+	row.key = text_arg(&args, "key", false);
+	if (row.key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"key\" must not be null"),
+				 errdetail(dedup ? "A deduplication compares records by their key." :
+						   "A last value keeps the newest row of each key."),
+				 errhint("Pass key => the expressions that identify a record, for example key => 'order_id'.")));
+	row.event_time = text_arg(&args, "event_time", true);
+	retention = interval_arg(&args, retention_arg, false);
 	if (dedup)
 	{
 		row.has_horizon = retention != NULL;
@@ -441,11 +461,11 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 		if (retention)
 			row.ttl = *retention;
 	}
-	row.columns = text_arg(fcinfo, 5, "columns", false);
-	row.filter = text_arg(fcinfo, 6, "filter", false);
+	row.columns = text_arg(&args, "columns", false);
+	row.filter = text_arg(&args, "filter", false);
 	row.emit = dedup ? "final" : "updates";
 	plan = plan_from_text(&row, &def);
-	return finish_create(fcinfo, &row, def, plan, &args);
+	return finish_create(&args, &row, def, plan);
 }
 
 PG_FUNCTION_INFO_V1(weir_create_dedup);
@@ -462,75 +482,104 @@ weir_create_last_value(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(create_keyed(fcinfo, false));
 }
 
-/*
- * weir.create_projection(name, source, columns, filter, sink,
- *		checkpoint_interval, start): a stateless stage.
- */
+/* weir.create_projection: a stateless stage. */
 PG_FUNCTION_INFO_V1(weir_create_projection);
 Datum
 weir_create_projection(PG_FUNCTION_ARGS)
 {
-	static const CommonArgs args = {-1, -1, 4, 5, -1, -1, 6};
+	WeirSqlArgs args;
 	WeirPipelineRow row;
 	WeirPlan   *plan;
 	WeirDefinition *def;
 
-	begin_create(fcinfo, &row);
+	weir_sql_args_init(&args, fcinfo);
+	begin_create(&args, "source", &row);
 	row.operator = "projection";
-	row.columns = text_arg(fcinfo, 2, "columns", false);
-	row.filter = text_arg(fcinfo, 3, "filter", false);
+	row.columns = text_arg(&args, "columns", false);
+	row.filter = text_arg(&args, "filter", false);
 	row.emit = "final";
 	plan = plan_from_text(&row, &def);
-	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
+	PG_RETURN_INT32(finish_create(&args, &row, def, plan));
 }
 
+/* weir.create_join's parameters that were renamed */
+static const WeirRenamedArg join_renamed[] = {
+	{"left_time", "left_event_time",
+	"Call weir.create_join(..., left_event_time => ...): event_time means the same in every weir.create_* function."},
+	{"right_time", "right_event_time",
+	"Call weir.create_join(..., right_event_time => ...): event_time means the same in every weir.create_* function."},
+	{"lower", "right_after",
+	"A right row r matches a left row l when r.t BETWEEN l.t - right_before AND l.t + right_after: call weir.create_join(..., right_after => <lower>, right_before => <upper>)."},
+	{"upper", "right_before",
+	"A right row r matches a left row l when r.t BETWEEN l.t - right_before AND l.t + right_after: call weir.create_join(..., right_before => <upper>, right_after => <lower>)."},
+};
+
 /*
- * weir.create_join(name, left_source, right_source, left_key, right_key,
- *		left_time, right_time, lower, upper, kind, columns, out_of_orderness,
- *		idle_timeout, sink, checkpoint_interval, max_state_memory, start)
+ * A bound of the join window (right_before, right_after) into *bound: a
+ * duration, at least zero, so that the window always holds l.t; NULL
+ * means zero.
  */
+static void
+join_bound(const WeirSqlArgs *args, const char *name, Interval *bound)
+{
+	FunctionCallInfo fcinfo = args->fcinfo;
+	int			i = weir_sql_arg(args, name, false);
+
+	if (PG_ARGISNULL(i))
+		return;
+	*bound = *PG_GETARG_INTERVAL_P(i);
+	if (weir_interval_usecs(bound, name) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a non-negative interval", name),
+				 errdetail("A right row r matches a left row l when r.t BETWEEN l.t - right_before AND l.t + right_after, a window that holds l.t."),
+				 errhint("For right rows at or after the left row only, pass right_before => '0'; at or before it only, right_after => '0'.")));
+}
+
+/* weir.create_join: an interval join of two topics. */
 PG_FUNCTION_INFO_V1(weir_create_join);
 Datum
 weir_create_join(PG_FUNCTION_ARGS)
 {
-	static const CommonArgs args = {11, 12, 13, 14, 15, -1, 16};
+	WeirSqlArgs args;
 	WeirPipelineRow row;
 	WeirPlan   *plan;
 	WeirDefinition *def;
-	Interval   *iv;
+	int			i;
 
-	begin_create(fcinfo, &row);
+	weir_sql_args_init(&args, fcinfo);
+	weir_sql_args_refuse_renamed(&args, join_renamed, lengthof(join_renamed));
+	begin_create(&args, "left_source", &row);
 	row.operator = "join";
-	if (PG_ARGISNULL(2))
+	i = weir_sql_arg(&args, "right_source", false);
+	if (PG_ARGISNULL(i))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"right_source\" must not be null")));
-	row.right_source = PG_GETARG_OID(2);
+	row.right_source = PG_GETARG_OID(i);
 	weir_check_source(row.right_source, GetUserId());
 	if (row.right_source == row.source)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a join needs two different topics"),
 				 errhint("To join a topic with itself, copy it into a second topic with weir.create_projection().")));
-	row.key = text_arg(fcinfo, 3, "left_key", true);
-	row.right_key = text_arg(fcinfo, 4, "right_key", true);
-	row.event_time = text_arg(fcinfo, 5, "left_time", true);
-	row.right_event_time = text_arg(fcinfo, 6, "right_time", true);
-	iv = interval_arg(fcinfo, 7, "lower", true);
-	if (iv)
-		row.join_lower = *iv;
-	iv = interval_arg(fcinfo, 8, "upper", true);
-	if (iv)
-		row.join_upper = *iv;
-	row.join_kind = PG_ARGISNULL(9) ? "inner" : text_arg(fcinfo, 9, "kind", false);
+	row.key = text_arg(&args, "left_key", true);
+	row.right_key = text_arg(&args, "right_key", true);
+	row.event_time = text_arg(&args, "left_event_time", true);
+	row.right_event_time = text_arg(&args, "right_event_time", true);
+	join_bound(&args, "right_before", &row.right_before);
+	join_bound(&args, "right_after", &row.right_after);
+	row.join_kind = text_arg(&args, "kind", false);
+	if (row.join_kind == NULL)
+		row.join_kind = "inner";
 	if (strcmp(row.join_kind, "inner") != 0 && strcmp(row.join_kind, "left") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("kind must be 'inner' or 'left', not '%s'", row.join_kind)));
-	row.columns = text_arg(fcinfo, 10, "columns", false);
+	row.columns = text_arg(&args, "columns", false);
 	row.emit = "final";
 	plan = plan_from_text(&row, &def);
-	PG_RETURN_INT32(finish_create(fcinfo, &row, def, plan, &args));
+	PG_RETURN_INT32(finish_create(&args, &row, def, plan));
 }
 
 /* At creation: the definition's text parsed and bound, and its plan. */

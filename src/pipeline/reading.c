@@ -275,9 +275,7 @@ eval_into(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 
 		if (isnull)
 		{
-			mark_dead(rd, r, slot, psprintf("%s \"%s\" is null",
-										   plan->op == WEIR_OP_DEDUP ? "id" : "key",
-										   plan->keys[i].name));
+			mark_dead(rd, r, slot, psprintf("key \"%s\" is null", plan->keys[i].name));
 			goto done;
 		}
 		weir_key_image_append(&rd->batch_keys, &plan->keys[i], v);
@@ -512,7 +510,7 @@ set_event_time_range(WeirReading *rd)
 		margin += plan->windowing.size + plan->windowing.slide;
 	margin += plan->retention;
 	if (plan->op == WEIR_OP_JOIN)
-		margin += Max(plan->join_lower, 0) + Max(plan->join_upper, 0) + plan->right->retention;
+		margin += Max(plan->right_before, 0) + Max(plan->right_after, 0) + plan->right->retention;
 	rd->min_event_time = MIN_TIMESTAMP + margin;
 	rd->max_event_time_allowed = END_TIMESTAMP - 1 - margin;
 }

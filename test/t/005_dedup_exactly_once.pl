@@ -82,10 +82,10 @@ SELECT weir.create_topic('ev', 'id bigint, shop int, amount bigint, ts timestamp
 						 partitions => 4, key => 'id');
 SELECT weir.create_topic('ev_unique', 'id bigint, shop int, amount bigint, ts timestamptz',
 						 partitions => 4, key => 'id');
-SELECT weir.create_dedup('dedup_table', 'ev', id => 'id', event_time => 'ts',
+SELECT weir.create_dedup('dedup_table', 'ev', key => 'id', event_time => 'ts',
 						 horizon => $horizon, out_of_orderness => '5 minutes',
 						 late_records => 'dedup_table_late');
-SELECT weir.create_dedup('dedup_topic', 'ev', id => 'id', event_time => 'ts',
+SELECT weir.create_dedup('dedup_topic', 'ev', key => 'id', event_time => 'ts',
 						 horizon => $horizon, out_of_orderness => '5 minutes',
 						 sink => 'ev_unique', late_records => 'dedup_topic_late');
 SELECT weir.create_pipeline('per_shop', 'ev_unique', key => 'shop', event_time => 'ts',

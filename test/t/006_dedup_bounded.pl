@@ -102,13 +102,13 @@ $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION weir;
 SELECT weir.create_topic('fresh_ids', 'id bigint, ts timestamptz', partitions => 4);
-SELECT weir.create_dedup('fresh', 'fresh_ids', id => 'id', event_time => 'ts',
+SELECT weir.create_dedup('fresh', 'fresh_ids', key => 'id', event_time => 'ts',
 						 horizon => '1 minute', out_of_orderness => '1 second');
 SELECT weir.create_topic('stall_ids', 'id bigint, ts timestamptz', partitions => 4);
-SELECT weir.create_dedup('stalled', 'stall_ids', id => 'id', event_time => 'ts',
+SELECT weir.create_dedup('stalled', 'stall_ids', key => 'id', event_time => 'ts',
 						 horizon => '1 minute', out_of_orderness => '1 second');
 SELECT weir.create_topic('quiet_ids', 'id bigint, ts timestamptz', partitions => 4);
-SELECT weir.create_dedup('quiet', 'quiet_ids', id => 'id', event_time => 'ts',
+SELECT weir.create_dedup('quiet', 'quiet_ids', key => 'id', event_time => 'ts',
 						 horizon => '1 minute', out_of_orderness => '1 second');
 });
 ok( $node->poll_query_until(

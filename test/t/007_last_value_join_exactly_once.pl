@@ -77,8 +77,8 @@ my $keys      = 20_000;
 my $producers = 6;
 my $deadline  = 300;    # seconds for the produce phase, crashes included
 my $ttl       = q{interval '1 minute'};
-my $lower     = q{interval '1 minute'};
-my $upper     = q{interval '10 seconds'};
+my $right_before = q{interval '10 seconds'};
+my $right_after  = q{interval '1 minute'};
 my $base      = q{timestamptz '2024-01-01 00:00:00+00'};
 
 # pgbench's rate: a transaction writes about 960 records on average (the
@@ -105,14 +105,14 @@ SELECT weir.create_last_value('lv_ttl', 'lv', key => 'k', event_time => 'ts', tt
 							  out_of_orderness => '3 minutes', late_records => 'lv_ttl_late');
 SELECT weir.create_join('j_inner', 'orders', 'shipments',
 						left_key => 'order_id', right_key => 'order_id',
-						left_time => 'ts', right_time => 'ts', lower => $lower, upper => $upper,
+						left_event_time => 'ts', right_event_time => 'ts', right_before => $right_before, right_after => $right_after,
 						columns => 'l.part AS l_part, l.pos AS l_pos, l.order_id, l.amount, '
 								   'l.ts AS ordered_at, r.part AS r_part, r.pos AS r_pos, '
 								   'r.carrier, r.ts AS shipped_at',
 						out_of_orderness => '3 minutes');
 SELECT weir.create_join('j_left', 'orders', 'shipments',
 						left_key => 'order_id', right_key => 'order_id',
-						left_time => 'ts', right_time => 'ts', lower => $lower, upper => $upper,
+						left_event_time => 'ts', right_event_time => 'ts', right_before => $right_before, right_after => $right_after,
 						kind => 'left', out_of_orderness => '3 minutes');
 });
 my @last_values = ('lv_all', 'lv_ttl');
@@ -236,12 +236,12 @@ CREATE TABLE oracle_j_inner AS
 SELECT l.part AS l_part, l.pos AS l_pos, l.order_id, l.amount, l.ts AS ordered_at,
 	   r.part AS r_part, r.pos AS r_pos, r.carrier, r.ts AS shipped_at
   FROM orders l JOIN shipments r
-	ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - $lower AND r.ts + $upper
+	ON l.order_id = r.order_id AND r.ts BETWEEN l.ts - $right_before AND l.ts + $right_after
  WHERE l.order_id >= 0;
 CREATE TABLE oracle_j_left AS
 SELECT l.order_id, l.amount, l.ts, r.order_id AS right_order_id, r.carrier, r.ts AS right_ts
   FROM orders l LEFT JOIN shipments r
-	ON l.order_id = r.order_id AND l.ts BETWEEN r.ts - $lower AND r.ts + $upper
+	ON l.order_id = r.order_id AND r.ts BETWEEN l.ts - $right_before AND l.ts + $right_after
  WHERE l.order_id >= 0;
 });
 

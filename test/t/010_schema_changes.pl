@@ -142,13 +142,13 @@ SELECT weir.create_pipeline('sess', 'ev', key => 'k', event_time => 'ts',
 							windowing => weir.session($gap),
 							aggregates => 'count(*) AS n, sum(v) AS total',
 							out_of_orderness => '30 seconds', $every);
-SELECT weir.create_dedup('dd', 'ev', id => 'v', event_time => 'ts', horizon => '10 minutes',
+SELECT weir.create_dedup('dd', 'ev', key => 'v', event_time => 'ts', horizon => '10 minutes',
 						 columns => 'k, v, ts', out_of_orderness => '30 seconds', $every);
 SELECT weir.create_last_value('lv', 'ev', key => 'k', event_time => 'ts', columns => 'v, ts', $every);
 SELECT weir.create_projection('proj', 'ev', columns => 'k, v, ts', filter => 'v % 2 = 0', $every);
 SELECT weir.create_join('jn', 'ev', 'tags', left_key => 'v', right_key => 'ref',
-						left_time => 'ts', right_time => 'ts',
-						lower => '1 minute', upper => '1 minute', kind => 'left',
+						left_event_time => 'ts', right_event_time => 'ts',
+						right_before => '1 minute', right_after => '1 minute', kind => 'left',
 						columns => 'l.k, l.v, l.ts AS l_ts, r.tag, r.ts AS r_ts',
 						out_of_orderness => '3 minutes', $every);
 SELECT weir.create_pipeline('chain', 'ev', key => 'k', event_time => 'ts',

@@ -100,8 +100,8 @@ my $origin    = q{timestamptz '1970-01-01 00:00:00+00'};
 my $far_future = q{timestamptz '294276-12-31 23:59:59+00'};
 my $far_past   = q{timestamptz '4714-11-24 00:00:00+00 BC'};
 my $horizon   = q{interval '5 seconds'};
-my $lower     = q{interval '10 seconds'};
-my $upper     = q{interval '5 seconds'};
+my $right_before = q{interval '5 seconds'};
+my $right_after  = q{interval '10 seconds'};
 my $flush     = q{timestamptz '2100-01-01 00:00:00+00'};
 die "WEIR_TAP_POISON_EVERY must be an integer of at least 6\n"
   unless $every =~ /^\d+$/ && $every >= 6;
@@ -125,7 +125,7 @@ my %poison   = (
 		[ 'ev', 1, $division ], [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ],
 		[ 'ev', 4, 'key "k" is null' ], [ 'ev', 5, $cast ]
 	],
-	dd => [ [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ], [ 'ev', 4, 'id "k" is null' ], [ 'ev', 5, $cast ] ],
+	dd => [ [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ], [ 'ev', 4, 'key "k" is null' ], [ 'ev', 5, $cast ] ],
 	lv => [
 		[ 'ev', 1, $division ], [ 'ev', 2, $null_ts ], [ 'ev', 3, $range ],
 		[ 'ev', 4, 'key "k" is null' ]
@@ -168,7 +168,7 @@ SELECT weir.create_pipeline('win', 'ev', key => 'k', event_time => 'ts',
 							windowing => weir.tumbling('1 minute'),
 							aggregates => 'count(*) AS n, sum(v) AS total, sum(v / d) AS vd, max(s::int) AS smax',
 							out_of_orderness => '5 minutes', late_records => 'win_late');
-SELECT weir.create_dedup('dd', 'ev', id => 'k', event_time => 'ts', horizon => $horizon,
+SELECT weir.create_dedup('dd', 'ev', key => 'k', event_time => 'ts', horizon => $horizon,
 						 columns => 'k, v, s::int AS si, ts, part AS src_part, pos AS src_pos',
 						 out_of_orderness => '5 minutes', late_records => 'dd_late');
 SELECT weir.create_last_value('lv', 'ev', key => 'k', event_time => 'ts',
@@ -177,7 +177,7 @@ SELECT weir.create_projection('proj', 'ev',
 							  columns => 'part AS src_part, pos AS src_pos, k, v, v / d AS vd, s::int AS si, ts',
 							  sink => 'proj');
 SELECT weir.create_join('jn', 'ev', 'marks', left_key => 'k', right_key => 'k',
-						left_time => 'ts', right_time => 'ts', lower => $lower, upper => $upper,
+						left_event_time => 'ts', right_event_time => 'ts', right_before => $right_before, right_after => $right_after,
 						columns => 'l.part AS l_part, l.pos AS l_pos, l.k, l.v, l.v / l.d AS vd, '
 								   'l.ts AS lts, r.part AS r_part, r.pos AS r_pos, r.tag, r.ts AS rts',
 						out_of_orderness => '10 minutes');
@@ -318,7 +318,7 @@ SELECT part AS src_part, pos AS src_pos, k, v, v / d AS vd, s::int AS si, ts
 CREATE TABLE oracle_jn AS
 SELECT l.part AS l_part, l.pos AS l_pos, l.k, l.v, l.v / l.d AS vd, l.ts AS lts,
 	   r.part AS r_part, r.pos AS r_pos, r.tag, r.ts AS rts
-  FROM ev l JOIN marks r ON l.k = r.k AND l.ts BETWEEN r.ts - $lower AND r.ts + $upper
+  FROM ev l JOIN marks r ON l.k = r.k AND r.ts BETWEEN l.ts - $right_before AND l.ts + $right_after
  WHERE l.poison NOT IN ($bad_ev{jn}) AND r.poison = 0;
 });
 

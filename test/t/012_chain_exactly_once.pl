@@ -59,7 +59,8 @@ my $deadline = 300;
 my $base     = q{timestamptz '2024-01-01 00:00:00+00'};
 my $origin   = q{timestamptz '1970-01-01 00:00:00+00'};
 my $pause_at  = 0.15;    # of the target: the producer of asks 1 pauses
-my $resume_at = 0.40;    # and resumes
+my $resume_at = 0.50;    # and resumes
+my $keys      = 800;
 
 my $t_start = time;
 my $node    = start_weir_node('chain_exactly_once', crash_test_conf(40));
@@ -88,7 +89,7 @@ SELECT weir.create_pipeline('s1_asks', 'asks', key => 'k', event_time => 'ts',
 	windowing => weir.tumbling('10 seconds'), aggregates => 'count(*) AS n, sum(v) AS total',
 	out_of_orderness => '5 seconds', sink => 'asks_10s', late_records => 's1_asks_late');
 SELECT weir.create_join('s2_join', 'bids_10s', 'asks_10s', left_key => 'k', right_key => 'k',
-	left_time => 'window_end', right_time => 'window_end',
+	left_event_time => 'window_end', right_event_time => 'window_end',
 	columns => 'l.k, l.window_end AS ts, l.n AS bid_n, r.n AS ask_n, l.total AS bid_total, r.total AS ask_total',
 	sink => 'pairs');
 SELECT weir.create_pipeline('s3_window', 'pairs', key => 'k', event_time => 'ts',
@@ -102,7 +103,7 @@ wait_pipelines_running($node, $npipelines);
 
 # One producer per partition, one client each (so a partition's records are
 # in the order of its clock, give or take the 2 s of disorder); a paused
-# producer writes nothing, one behind writes five times as much.
+# producer writes nothing, one behind writes all it missed at once.
 my @producers;
 for my $topic ('bids', 'asks')
 {
@@ -112,13 +113,14 @@ for my $topic ('bids', 'asks')
 		my $script = bench_script(
 			"weir_chain_$name.sql", qq{\\set n random(100, 300)
 INSERT INTO $topic (part, k, v, ts)
-SELECT $p, $p + 2 * floor(random() * 50)::int, floor(random() * 1000)::int,
+SELECT $p, $p + 2 * floor(random() * $keys / 2)::int, floor(random() * 1000)::int,
 	   $base + (s * 10 - floor(random() * 2000)) * interval '1 ms'
   FROM (SELECT nextval('clock_$name') AS s
 		  FROM generate_series(1,
 			   CASE WHEN coalesce((SELECT paused FROM control WHERE producer = '$name'), false) THEN 0
 					WHEN (SELECT last_value FROM clock_bids_0) - (SELECT last_value FROM clock_$name) > 1000
-					THEN :n * 5 ELSE :n END)) g;
+					THEN (SELECT last_value FROM clock_bids_0) - (SELECT last_value FROM clock_$name)
+					ELSE :n END)) g;
 });
 		push @producers,
 		  [ "chain_$name", $script, 1, '-R', bench_rate($target / 4, 200.0, $seconds) ];
