@@ -264,7 +264,10 @@ GRANT USAGE ON SCHEMA weir_pipelines TO PUBLIC;
 COMMENT ON SCHEMA weir_pipelines IS
 	'the definitions of weir''s pipelines, one view each, owned by the pipeline''s owner';
 
-CREATE TYPE weir.windowing AS (kind text, size interval, slide interval, gap interval);
+-- merge_touching: sessions only; NULL means false (and is what a value
+-- stored before the attribute was added reads as)
+CREATE TYPE weir.windowing AS (kind text, size interval, slide interval, gap interval,
+							   merge_touching boolean);
 COMMENT ON TYPE weir.windowing IS
 	'a window specification; build it with weir.tumbling(), weir.hopping() or weir.session()';
 
@@ -280,11 +283,12 @@ CREATE FUNCTION weir.hopping(size interval, slide interval) RETURNS weir.windowi
 COMMENT ON FUNCTION weir.hopping(interval, interval) IS
 	'windows of a fixed size starting every slide, aligned to 1970-01-01';
 
-CREATE FUNCTION weir.session(gap interval) RETURNS weir.windowing
+CREATE FUNCTION weir.session(gap interval, merge_touching boolean DEFAULT false)
+RETURNS weir.windowing
 	LANGUAGE C IMMUTABLE PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'weir_session';
-COMMENT ON FUNCTION weir.session(interval) IS
-	'windows per key that close after a gap without records';
+COMMENT ON FUNCTION weir.session(interval, boolean) IS
+	'windows per key that close after a gap without records; with merge_touching, a record exactly one gap after the last also joins the session';
 
 CREATE TABLE weir.pipeline (
 	id					integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -652,7 +652,10 @@ weir_definition_windowing(Datum windowing, WeirWindowing *out)
 	bool		isnull;
 	Datum		kindd = GetAttributeByName(tup, "kind", &isnull);
 	char	   *kind = isnull ? "" : TextDatumGetCString(kindd);
+	Datum		touchingd = GetAttributeByName(tup, "merge_touching", &isnull);
 
+	/* null: false, as a value stored before the attribute was added reads */
+	out->merge_touching = !isnull && DatumGetBool(touchingd);
 	if (strcmp(kind, "tumbling") == 0)
 	{
 		out->kind = WEIR_WINDOW_TUMBLING;
@@ -685,4 +688,9 @@ weir_definition_windowing(Datum windowing, WeirWindowing *out)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown window kind \"%s\"", kind),
 				 errhint("Build windowings with weir.tumbling(), weir.hopping() or weir.session().")));
+	if (out->merge_touching && out->kind != WEIR_WINDOW_SESSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("merge_touching applies only to session windows"),
+				 errhint("Leave merge_touching null or false for %s windows.", kind)));
 }

@@ -125,6 +125,7 @@ typedef struct WeirWindowing
 	WeirWindowKind kind;
 	int64		size;			/* us; session: the gap */
 	int64		slide;			/* us; tumbling: = size */
+	bool		merge_touching; /* session: sessions that touch merge too */
 } WeirWindowing;
 
 /* Everything the worker needs to run a pipeline, built from its catalog row */
