@@ -308,6 +308,9 @@ CREATE TABLE weir.pipeline (
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
 	horizon				interval,				-- dedup; NULL: ids kept forever
+	-- dedup: whether a dropped copy extends its id's life (false: an id
+	-- leaves at its first sighting + horizon); NULL for the other kinds
+	refresh_horizon		boolean,
 	ttl					interval,				-- last_value; NULL: keys kept forever
 	right_source		oid,					-- join: the right topic (source: the left)
 	right_key			text,					-- join (key: the left's)
@@ -454,6 +457,7 @@ CREATE FUNCTION weir.create_dedup(
 	id text,
 	event_time text,
 	horizon interval DEFAULT NULL,
+	refresh_horizon boolean DEFAULT true,
 	columns text DEFAULT NULL,
 	filter text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
@@ -466,8 +470,8 @@ CREATE FUNCTION weir.create_dedup(
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_dedup';
-COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, text, text, interval, interval, text, interval, bigint, text, boolean) IS
-	'define a deduplication of a topic: records whose id was seen within the horizon (of event time) are dropped, the others go to the sink; returns the pipeline id';
+COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, boolean, text, text, interval, interval, text, interval, bigint, text, boolean) IS
+	'define a deduplication of a topic: records whose id was seen within the horizon (of event time) are dropped, the others go to the sink; with refresh_horizon false only kept records count as sightings, so an id expires at its first sighting + horizon; returns the pipeline id';
 
 CREATE FUNCTION weir.create_last_value(
 	name text,
@@ -585,6 +589,9 @@ CREATE VIEW weir.pipelines AS
 		   CASE p.operator
 				WHEN 'dedup' THEN
 					CASE WHEN p.horizon IS NULL THEN 'none: every id is kept forever'
+						 WHEN NOT p.refresh_horizon
+						 THEN 'an id leaves when the watermark passes its first sighting + ' || p.horizon ||
+							  ' (copies dropped meanwhile do not extend it; the next copy after is kept)'
 						 ELSE 'an id leaves when the watermark passes its last sighting + ' || p.horizon END
 				WHEN 'projection' THEN 'none needed: a projection keeps no state'
 				WHEN 'join' THEN 'a left row leaves when the watermark passes its time + ' || p.join_lower ||

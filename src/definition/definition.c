@@ -439,6 +439,7 @@ plan_keyed(WeirDefinition *def, const WeirPlanOptions *options)
 	plan_event_time(plan, def, def->nkeys, false);
 	plan_columns(plan, def, def->nkeys + 1, 0);
 	plan->retention = options->retention;
+	plan->refresh_horizon = options->refresh_horizon;
 	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
 	if (def->op == WEIR_OP_DEDUP)
 	{

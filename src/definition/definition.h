@@ -150,6 +150,8 @@ struct WeirPlan
 	 * emits `columns`.  Retention: the dedup's horizon or last value's ttl.
 	 */
 	int64		retention;		/* us of event time; 0: kept forever */
+	bool		refresh_horizon;	/* dedup: a dropped copy extends its id's
+									 * life (its sighting becomes the id's) */
 	int			ncolumns;		/* their values are the row's arguments */
 	WeirColumnSpec *columns;
 	/* what the sink receives */
@@ -214,6 +216,7 @@ typedef struct WeirPlanOptions
 {
 	WeirWindowing windowing;	/* window */
 	int64		retention;		/* us; dedup horizon, last value ttl; 0: none */
+	bool		refresh_horizon;	/* dedup: dropped copies refresh the horizon */
 	int64		join_lower;		/* us */
 	int64		join_upper;		/* us */
 	bool		left_outer;

@@ -262,6 +262,7 @@ begin_create(FunctionCallInfo fcinfo, WeirPipelineRow *row)
 				 errhint("Create the pipeline in database \"%s\", or set weir.database and restart the server.",
 						 weir_database ? weir_database : "")));
 	memset(row, 0, sizeof(*row));
+	row->refresh_horizon = true;	/* dedup's default; others do not use it */
 	row->name = text_arg(fcinfo, 0, "name", true);
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -420,6 +421,8 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
  *
  * The two take the same arguments: a key (dedup: the id), its retention
  * (horizon, ttl), columns and filter.
+ * Dedup takes one more right after the horizon, refresh_horizon, so its
+ * later arguments sit one place on.
  */
 static int32
 create_keyed(FunctionCallInfo fcinfo, bool dedup)
@@ -431,6 +434,8 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 	WeirPlan   *plan;
 	WeirDefinition *def;
 	Interval   *retention;
+	static const CommonArgs dedup_args = {8, 9, 10, 11, 12, 13, 14};
+	int			after_retention = dedup ? 6 : 5;	/* columns' place */
 
 	begin_create(fcinfo, &row);
 	row.operator = dedup ? "dedup" : "last_value";
@@ -442,6 +447,14 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 		row.has_horizon = retention != NULL;
 		if (retention)
 			row.horizon = *retention;
+		/* null: the default */
+		row.refresh_horizon = PG_ARGISNULL(5) || PG_GETARG_BOOL(5);
+		if (!row.refresh_horizon && retention == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("refresh_horizon false needs a horizon"),
+					 errdetail("Without a horizon every id is kept forever and every later copy is dropped, so there is no horizon to refresh or not."),
+					 errhint("Give a horizon, or leave refresh_horizon at its default, true.")));
 	}
 	else
 	{
@@ -449,11 +462,11 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 		if (retention)
 			row.ttl = *retention;
 	}
-	row.columns = text_arg(fcinfo, 5, "columns", false);
-	row.filter = text_arg(fcinfo, 6, "filter", false);
+	row.columns = text_arg(fcinfo, after_retention, "columns", false);
+	row.filter = text_arg(fcinfo, after_retention + 1, "filter", false);
 	row.emit = dedup ? "final" : "updates";
 	plan = plan_from_text(&row, &def);
-	return finish_create(fcinfo, &row, def, plan, &args);
+	return finish_create(fcinfo, &row, def, plan, dedup ? &dedup_args : &args);
 }
 
 PG_FUNCTION_INFO_V1(weir_create_dedup);
