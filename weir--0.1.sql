@@ -264,7 +264,10 @@ GRANT USAGE ON SCHEMA weir_pipelines TO PUBLIC;
 COMMENT ON SCHEMA weir_pipelines IS
 	'the definitions of weir''s pipelines, one view each, owned by the pipeline''s owner';
 
-CREATE TYPE weir.windowing AS (kind text, size interval, slide interval, gap interval);
+-- merge_touching: sessions only; NULL means false (and is what a value
+-- stored before the attribute was added reads as)
+CREATE TYPE weir.windowing AS (kind text, size interval, slide interval, gap interval,
+							   merge_touching boolean);
 COMMENT ON TYPE weir.windowing IS
 	'a window specification; build it with weir.tumbling(), weir.hopping() or weir.session()';
 
@@ -280,11 +283,12 @@ CREATE FUNCTION weir.hopping(size interval, slide interval) RETURNS weir.windowi
 COMMENT ON FUNCTION weir.hopping(interval, interval) IS
 	'windows of a fixed size starting every slide, aligned to 1970-01-01';
 
-CREATE FUNCTION weir.session(gap interval) RETURNS weir.windowing
+CREATE FUNCTION weir.session(gap interval, merge_touching boolean DEFAULT false)
+RETURNS weir.windowing
 	LANGUAGE C IMMUTABLE PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'weir_session';
-COMMENT ON FUNCTION weir.session(interval) IS
-	'windows per key that close after a gap without records';
+COMMENT ON FUNCTION weir.session(interval, boolean) IS
+	'windows per key that close after a gap without records; with merge_touching, a record exactly one gap after the last also joins the session';
 
 CREATE TABLE weir.pipeline (
 	id					integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -304,6 +308,9 @@ CREATE TABLE weir.pipeline (
 	windowing			weir.windowing,			-- window
 	aggregates			text,					-- window
 	horizon				interval,				-- dedup; NULL: keys kept forever
+	-- dedup: whether a dropped copy extends its key's life (false: a key
+	-- leaves at its first sighting + horizon); NULL for the other kinds
+	refresh_horizon		boolean,
 	ttl					interval,				-- last_value; NULL: keys kept forever
 	right_source		oid,					-- join: the right topic (source: the left)
 	right_key			text,					-- join (key: the left's)
@@ -468,6 +475,7 @@ CREATE FUNCTION weir.create_dedup(
 	key text DEFAULT NULL,
 	event_time text DEFAULT NULL,
 	horizon interval DEFAULT NULL,
+	refresh_horizon boolean DEFAULT true,
 	columns text DEFAULT NULL,
 	filter text DEFAULT NULL,
 	late_records text DEFAULT NULL,
@@ -482,8 +490,8 @@ CREATE FUNCTION weir.create_dedup(
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_dedup';
-COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, text, text, text, interval, interval, text, interval, bigint, boolean, text) IS
-	'define a deduplication of a topic: records whose key was seen within the horizon (of event time) are dropped, the others go to the sink; returns the pipeline id (id: renamed to key, fails with a hint)';
+COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, boolean, text, text, text, interval, interval, text, interval, bigint, boolean, text) IS
+	'define a deduplication of a topic: records whose key was seen within the horizon (of event time) are dropped, the others go to the sink; with refresh_horizon false only kept records count as sightings, so a key expires at its first sighting + horizon; returns the pipeline id (id: renamed to key, fails with a hint)';
 
 CREATE FUNCTION weir.create_last_value(
 	name text,
@@ -612,6 +620,9 @@ CREATE VIEW weir.pipelines AS
 		   CASE p.operator
 				WHEN 'dedup' THEN
 					CASE WHEN p.horizon IS NULL THEN 'none: every key is kept forever'
+						 WHEN NOT p.refresh_horizon
+						 THEN 'a key leaves when the watermark passes its first sighting + ' || p.horizon ||
+							  ' (copies dropped meanwhile do not extend it; the next copy after is kept)'
 						 ELSE 'a key leaves when the watermark passes its last sighting + ' || p.horizon END
 				WHEN 'projection' THEN 'none needed: a projection keeps no state'
 				WHEN 'join' THEN 'a left row leaves when the watermark passes its time + ' || p.right_after ||

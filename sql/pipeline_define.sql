@@ -299,16 +299,16 @@ SELECT weir.tumbling(NULL);
 \echo :LAST_ERROR_SQLSTATE
 -- a hand-made windowing value is checked as the constructors check theirs
 SELECT weir.create_pipeline('bad', 'clicks', key => 'user_id', event_time => 'at',
-                            windowing => ROW('tumbling', '1 month', '1 month', NULL)::weir.windowing,
+                            windowing => ROW('tumbling', '1 month', '1 month', NULL, NULL)::weir.windowing,
                             aggregates => 'count(*)');
 \echo :LAST_ERROR_SQLSTATE
 SELECT w, sqlstate_of(format($$SELECT weir.create_pipeline('bad', 'clicks', key => 'user_id',
                                    event_time => 'at', windowing => %L, aggregates => 'count(*)',
                                    start => false)$$, w)) AS sqlstate
-  FROM (VALUES ('(tumbling,00:00:00,00:00:00,)'), ('(tumbling,-00:01:00,-00:01:00,)'),
-               ('(hopping,00:01:00,00:02:00,)'), ('(hopping,01:00:00,00:00:01,)'),
-               ('(hopping,00:01:00,00:00:00,)'), ('(session,,,00:00:00)'),
-               ('(sliding,00:01:00,,)')) AS v(w)
+  FROM (VALUES ('(tumbling,00:00:00,00:00:00,,)'), ('(tumbling,-00:01:00,-00:01:00,,)'),
+               ('(hopping,00:01:00,00:02:00,,)'), ('(hopping,01:00:00,00:00:01,,)'),
+               ('(hopping,00:01:00,00:00:00,,)'), ('(session,,,00:00:00,)'),
+               ('(sliding,00:01:00,,,)')) AS v(w)
  ORDER BY 1;
 
 -- other options

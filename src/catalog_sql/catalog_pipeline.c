@@ -39,7 +39,7 @@
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
 	"checkpoint_interval, max_state_memory, definition, enabled, created_at, " \
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
-	"right_before, right_after, join_kind, status, names, nkeys"
+	"right_before, right_after, join_kind, status, names, nkeys, refresh_horizon"
 
 /* weir.pipeline.status, in WeirPipelineStatus order */
 static const char *const status_names[] = {
@@ -174,6 +174,8 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	row->nkeys = DatumGetInt32(get_datum(33, &isnull));
+	d = get_datum(34, &isnull);
+	row->refresh_horizon = isnull || DatumGetBool(d);	/* null: not a dedup */
 }
 
 static bool
@@ -209,12 +211,13 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[30] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[31] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
 		OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
-	INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID, TEXTOID};
-	Datum		values[30];
-	char		nulls[30];
+		INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID, TEXTOID,
+	BOOLOID};
+	Datum		values[31];
+	char		nulls[31];
 	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(row->names), 1));
 	ListCell   *lc;
 	int			n = 0;
@@ -290,6 +293,10 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	values[29] = CStringGetTextDatum(weir_pipeline_status_name(row->enabled ?
 															   WEIR_PIPELINE_STARTING :
 															   WEIR_PIPELINE_STOPPED));
+	/* dedup's only: null for the other kinds */
+	values[30] = BoolGetDatum(row->refresh_horizon);
+	if (strcmp(row->operator, "dedup") != 0)
+		nulls[30] = 'n';
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -299,12 +306,12 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
 					  "max_state_memory, names, enabled, operator, horizon, columns, ttl, "
 					  "right_source, right_key, right_event_time, right_before, right_after, join_kind, "
-					  "nkeys, status) "
+					  "nkeys, status, refresh_horizon) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
-					  "$29, $30) "
+					  "$29, $30, $31) "
 					  "RETURNING id",
-					  30, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  31, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;

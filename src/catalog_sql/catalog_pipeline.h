@@ -93,6 +93,8 @@ typedef struct WeirPipelineRow
 								 * "projection" */
 	bool		has_horizon;	/* dedup */
 	Interval	horizon;
+	bool		refresh_horizon;	/* dedup: dropped copies extend an id's
+									 * life; true for other kinds */
 	bool		has_ttl;		/* last_value */
 	Interval	ttl;
 	char	   *columns;		/* dedup, last_value, join; NULL: the source's */

@@ -439,6 +439,7 @@ plan_keyed(WeirDefinition *def, const WeirPlanOptions *options)
 	plan_event_time(plan, def, def->nkeys, false);
 	plan_columns(plan, def, def->nkeys + 1, 0);
 	plan->retention = options->retention;
+	plan->refresh_horizon = options->refresh_horizon;
 	plan->sinkcols = palloc0(sizeof(WeirSinkColumn) * (plan->nkeys + plan->ncolumns));
 	if (def->op == WEIR_OP_DEDUP)
 	{
@@ -653,7 +654,10 @@ weir_definition_windowing(Datum windowing, WeirWindowing *out)
 	bool		isnull;
 	Datum		kindd = GetAttributeByName(tup, "kind", &isnull);
 	char	   *kind = isnull ? "" : TextDatumGetCString(kindd);
+	Datum		touchingd = GetAttributeByName(tup, "merge_touching", &isnull);
 
+	/* null: false, as a value stored before the attribute was added reads */
+	out->merge_touching = !isnull && DatumGetBool(touchingd);
 	if (strcmp(kind, "tumbling") == 0)
 	{
 		out->kind = WEIR_WINDOW_TUMBLING;
@@ -686,4 +690,9 @@ weir_definition_windowing(Datum windowing, WeirWindowing *out)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown window kind \"%s\"", kind),
 				 errhint("Build windowings with weir.tumbling(), weir.hopping() or weir.session().")));
+	if (out->merge_touching && out->kind != WEIR_WINDOW_SESSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("merge_touching applies only to session windows"),
+				 errhint("Leave merge_touching null or false for %s windows.", kind)));
 }

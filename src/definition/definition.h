@@ -125,6 +125,7 @@ typedef struct WeirWindowing
 	WeirWindowKind kind;
 	int64		size;			/* us; session: the gap */
 	int64		slide;			/* us; tumbling: = size */
+	bool		merge_touching; /* session: sessions that touch merge too */
 } WeirWindowing;
 
 /* Everything the worker needs to run a pipeline, built from its catalog row */
@@ -149,6 +150,8 @@ struct WeirPlan
 	 * emits `columns`.  Retention: the dedup's horizon or last value's ttl.
 	 */
 	int64		retention;		/* us of event time; 0: kept forever */
+	bool		refresh_horizon;	/* dedup: a dropped copy extends its id's
+									 * life (its sighting becomes the id's) */
 	int			ncolumns;		/* their values are the row's arguments */
 	WeirColumnSpec *columns;
 	/* what the sink receives */
@@ -214,6 +217,7 @@ typedef struct WeirPlanOptions
 {
 	WeirWindowing windowing;	/* window */
 	int64		retention;		/* us; dedup horizon, last value ttl; 0: none */
+	bool		refresh_horizon;	/* dedup: dropped copies refresh the horizon */
 	int64		right_before;	/* us; join */
 	int64		right_after;	/* us; join */
 	bool		left_outer;

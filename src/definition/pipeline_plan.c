@@ -67,6 +67,7 @@ weir_pipeline_plan_options(WeirPipelineRow *row, WeirPlanOptions *o)
 		weir_definition_windowing(row->windowing, &o->windowing);
 	if (row->has_horizon)
 		o->retention = weir_interval_usecs(&row->horizon, "horizon");
+	o->refresh_horizon = row->refresh_horizon;
 	if (row->has_ttl)
 		o->retention = weir_interval_usecs(&row->ttl, "ttl");
 	if (row->join_kind)

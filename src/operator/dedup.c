@@ -12,6 +12,14 @@
  * is a duplicate exactly when t > its event time - horizon.  Without a
  * horizon a key, once seen, makes every later record with it a duplicate.
  *
+ * With refresh_horizon false, only kept records count as sightings: t is
+ * the event time of the key's last kept record (its first sighting since it
+ * last left), dropped copies leave it alone, and a record is a duplicate
+ * exactly when that t > its event time - horizon.  A kept record's t is at
+ * least the one before + horizon, so t only grows; a copy read after a
+ * kept one with an earlier event time is always a duplicate.  The chunks
+ * hold t as it is, so a restore brings back the same first sighting.
+ *
  * A key leaves memory when the watermark reaches t + horizon (keyed.c): no
  * record that is not late can be its duplicate any more.  A record with an
  * event time below the watermark is late (a key it might duplicate may
@@ -34,8 +42,9 @@
 
 typedef struct WeirDedup
 {
-	WeirKeyed  *keys;			/* one entry per key; t: last seen at */
+	WeirKeyed  *keys;			/* one entry per key; t: last seen (kept) at */
 	int64		horizon;		/* us of event time; 0: keys are kept forever */
+	bool		refresh;		/* dropped copies are sightings too */
 	WeirKeptRows kept;			/* records kept since the last checkpoint */
 } WeirDedup;
 
@@ -61,7 +70,8 @@ dedup_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 		WeirKeyedState *s = weir_keyed_state(d->keys, dp);
 		bool		duplicate = d->horizon == 0 || s->t > r->t - d->horizon;
 
-		if (r->t > s->t)
+		/* a kept record has r->t >= s->t + horizon: it always moves t */
+		if (r->t > s->t && (d->refresh || !duplicate))
 		{
 			s->t = r->t;
 			weir_keyed_touch(d->keys, dp);
@@ -128,7 +138,10 @@ static const WeirOperatorOps dedup_ops = {
 	.held_entries = weir_keyed_ops_held_entries,
 };
 
-/* Per key: the latest event time it was seen at (WeirKeyedState.t). */
+/*
+ * Per key: the latest event time it was seen at, or without refresh_horizon
+ * the event time of its last kept record (WeirKeyedState.t).
+ */
 Size
 weir_dedup_entry_state(void)
 {
@@ -143,6 +156,7 @@ weir_dedup_operator_init(WeirOperator *op)
 	WeirDedup  *d = MemoryContextAllocZero(cxt, sizeof(WeirDedup));
 
 	d->horizon = plan->retention;
+	d->refresh = plan->refresh_horizon;
 	d->keys = weir_keyed_create(plan, op->env.store, 0, weir_dedup_entry_state(),
 							   plan->retention, false, cxt);
 	weir_kept_rows_init(&d->kept, plan, cxt);

@@ -84,7 +84,7 @@ window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 		WeirEntry *win;
 		bool		created;
 
-		if (end + op->env.lateness <= watermark)
+		if (end + weir_window_margin(&plan->windowing, op->env.lateness) <= watermark)
 			continue;			/* this window has closed for good */
 		win = weir_window_lookup_hashed(wo->windows, starts[s], end, r->key, r->keylen,
 										r->keyhash, &created);
@@ -151,6 +151,7 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
 	WeirColumn *rkeys;			/* sink rows to retract: key columns */
 	WeirColumn **retract;
+	int64		close_margin = weir_window_margin(&plan->windowing, op->env.lateness);
 
 	/* the rows of windows that left memory are there already */
 	for (int emitted = 0; emitted < 2; emitted++)
@@ -167,7 +168,7 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 		else
 			fresh = rows;
 	}
-	weir_window_chunks_begin(&chunks, op->env.lateness, false);
+	weir_window_chunks_begin(&chunks, close_margin, false);
 	rkeys = palloc(sizeof(WeirColumn) * (plan->nkeys + 1));
 	retract = palloc(sizeof(WeirColumn *) * (plan->nkeys + 1));
 	for (int i = 0; i < plan->nkeys; i++)
@@ -219,7 +220,7 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 	if (weir_window_chunks_compact_due(&wo->chunks, &chunks, live_bytes))
 	{
 		weir_window_chunks_finish(&chunks);
-		weir_window_chunks_begin(&chunks, op->env.lateness, true);
+		weir_window_chunks_begin(&chunks, close_margin, true);
 		weir_store_iter_init(&iter, store);
 		while ((win = weir_store_iter_next(&iter)) != NULL)
 			add_window_image(op, &chunks, win);
@@ -312,7 +313,9 @@ window_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64
 
 	*owes_rows = false;
 	return weir_window_chunks_restore(&wo->chunks, pipeline_id, watermark,
-									  op->env.lateness, restore_window, op, bytes);
+									  weir_window_margin(&op->env.plan->windowing,
+														 op->env.lateness),
+									  restore_window, op, bytes);
 }
 
 /*

@@ -305,7 +305,9 @@ weir_committed_state(PG_FUNCTION_ARGS)
 	cc.copies = palloc(sizeof(Copied) * cc.cap);
 	(void) weir_catalog_last_checkpoint(row.id, &watermark);
 	(void) weir_window_chunks_restore(&wc, row.id, watermark,
-									  weir_interval_usecs(&row.allowed_lateness, "allowed_lateness"),
+									  weir_window_margin(&cc.plan->windowing,
+														 weir_interval_usecs(&row.allowed_lateness,
+																			 "allowed_lateness")),
 									  copy_committed, &cc, &bytes);
 	put_windows(rsinfo, cc.plan, cc.copies, cc.n);
 	weir_act_as_end(&as);

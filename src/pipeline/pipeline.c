@@ -81,13 +81,17 @@ wake_launcher_at_commit(void)
 
 /* --- window constructors ------------------------------------------------ */
 
+/*
+ * A weir.windowing value: (kind, size, slide, gap, merge_touching).  What a
+ * kind does not use is null: merge_touching is set for sessions only.
+ */
 static Datum
 make_windowing(FunctionCallInfo fcinfo, const char *kind, Interval *size,
-			   Interval *slide, Interval *gap)
+			   Interval *slide, Interval *gap, bool merge_touching)
 {
 	TupleDesc	desc;
-	Datum		values[4];
-	bool		nulls[4] = {false, !size, !slide, !gap};
+	Datum		values[5];
+	bool		nulls[5] = {false, !size, !slide, !gap, !gap};
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -95,6 +99,7 @@ make_windowing(FunctionCallInfo fcinfo, const char *kind, Interval *size,
 	values[1] = size ? IntervalPGetDatum(size) : (Datum) 0;
 	values[2] = slide ? IntervalPGetDatum(slide) : (Datum) 0;
 	values[3] = gap ? IntervalPGetDatum(gap) : (Datum) 0;
+	values[4] = BoolGetDatum(merge_touching);
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
 }
 
@@ -107,7 +112,7 @@ weir_tumbling(PG_FUNCTION_ARGS)
 	weir_require_arg(fcinfo, 0, "size");
 	size = PG_GETARG_INTERVAL_P(0);
 	weir_duration_usecs(size, "window size", false);
-	return make_windowing(fcinfo, "tumbling", size, size, NULL);
+	return make_windowing(fcinfo, "tumbling", size, size, NULL, false);
 }
 
 PG_FUNCTION_INFO_V1(weir_hopping);
@@ -135,19 +140,22 @@ weir_hopping(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a record would fall into more than %d hopping windows", WEIR_MAX_HOPS),
 				 errhint("Use a longer slide.")));
-	return make_windowing(fcinfo, "hopping", size, slide, NULL);
+	return make_windowing(fcinfo, "hopping", size, slide, NULL, false);
 }
 
+/* weir.session(gap, merge_touching): a null merge_touching is its default, false */
 PG_FUNCTION_INFO_V1(weir_session);
 Datum
 weir_session(PG_FUNCTION_ARGS)
 {
 	Interval   *gap;
+	bool		merge_touching;
 
 	weir_require_arg(fcinfo, 0, "gap");
 	gap = PG_GETARG_INTERVAL_P(0);
 	weir_duration_usecs(gap, "session gap", false);
-	return make_windowing(fcinfo, "session", NULL, NULL, gap);
+	merge_touching = PG_NARGS() > 1 && !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	return make_windowing(fcinfo, "session", NULL, NULL, gap, merge_touching);
 }
 
 /* --- creating ------------------------------------------------------------- */
@@ -258,6 +266,7 @@ begin_create(const WeirSqlArgs *args, const char *source_arg, WeirPipelineRow *r
 				 errhint("Create the pipeline in database \"%s\", or set weir.database and restart the server.",
 						 weir_database ? weir_database : "")));
 	memset(row, 0, sizeof(*row));
+	row->refresh_horizon = true;	/* dedup's default; others do not use it */
 	row->name = text_arg(args, "name", true);
 	if (PG_ARGISNULL(source))
 		ereport(ERROR,
@@ -422,7 +431,8 @@ static const WeirRenamedArg dedup_renamed[] = {
 
 /*
  * weir.create_dedup and weir.create_last_value take the same arguments: a
- * key, its retention (horizon, ttl), columns and filter.
+ * key, its retention (horizon, ttl), columns and filter; dedup also
+ * refresh_horizon.
  */
 static int32
 create_keyed(FunctionCallInfo fcinfo, bool dedup)
@@ -454,6 +464,18 @@ create_keyed(FunctionCallInfo fcinfo, bool dedup)
 		row.has_horizon = retention != NULL;
 		if (retention)
 			row.horizon = *retention;
+		/* null: the default */
+		{
+			int			r = weir_sql_arg(&args, "refresh_horizon", false);
+
+			row.refresh_horizon = PG_ARGISNULL(r) || PG_GETARG_BOOL(r);
+		}
+		if (!row.refresh_horizon && retention == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("refresh_horizon false needs a horizon"),
+					 errdetail("Without a horizon every key is kept forever and every later copy is dropped, so there is no horizon to refresh or not."),
+					 errhint("Give a horizon, or leave refresh_horizon at its default, true.")));
 	}
 	else
 	{

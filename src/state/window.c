@@ -10,9 +10,13 @@
  * a record falls into every window with start <= t < start + S.  Session
  * windows (gap G) are per key: a record at t covers [t, t + G), sessions of
  * its key that overlap merge (their states combine), so a session is
- * [first event, last event + G).  When a merge moves a session's start, the
- * old (key, start) is retired, and if its row had gone to the sink that row
- * is retracted (deleted) at the checkpoint that writes the merged one.
+ * [first event, last event + G).  With merge_touching, sessions that touch
+ * (one's end is the other's start) merge too: a record exactly G after a
+ * session's last event joins it, and such a session fires and closes only
+ * when the watermark is past its end (weir_window_margin).  When a merge
+ * moves a session's start, the old (key, start) is retired, and if its row
+ * had gone to the sink that row is retracted (deleted) at the checkpoint
+ * that writes the merged one.
  *
  * A window is an entry (start, key) of the store, its state the
  * aggregates' (a session's end after the key).  Firing needs to visit
@@ -282,9 +286,14 @@ session_unlink(WeirWindows *ws, dsa_pointer dp)
 
 /*
  * Place a record at t into the session windows of its key, merging the
- * sessions it touches; returns the window to accumulate into, or NULL if
- * the merged session would already be past its allowed lateness (a late
- * record) or memory ran out (ws->store->out_of_memory).
+ * sessions it overlaps (or, with merge_touching, touches); returns the
+ * window to accumulate into, or NULL if the merged session would already
+ * be past its allowed lateness (a late record) or memory ran out
+ * (ws->store->out_of_memory).
+ *
+ * The sessions of a key never overlap (nor, with merge_touching, touch)
+ * each other, and each spans at least a gap, so a record's [t, t + gap)
+ * meets at most two of them.
  */
 WeirEntry *
 weir_session_place(WeirWindows *ws, const char *key, uint32 keylen,
@@ -293,6 +302,7 @@ weir_session_place(WeirWindows *ws, const char *key, uint32 keylen,
 	WeirPlan   *plan = ws->plan;
 	WeirStoreRoot *root = ws->store->root;
 	int64		gap = plan->windowing.size;
+	bool		merge_touching = plan->windowing.merge_touching;
 	SessionKeyHash skey = {keylen, key};
 	SessionKey *sk = hash_search(ws->sessions, &skey, HASH_FIND, NULL);
 	dsa_pointer touching[64];
@@ -307,15 +317,19 @@ weir_session_place(WeirWindows *ws, const char *key, uint32 keylen,
 		 DsaPointerIsValid(dp); dp = weir_entry_next(weir_entry_at(ws->store, dp)))
 	{
 		WeirEntry *w = weir_entry_at(ws->store, dp);
+		TimestampTz wend = *weir_entry_end(w);
+		bool		meets = merge_touching ?
+			w->start <= t + gap && t <= wend :
+			w->start < t + gap && t < wend;
 
-		if (w->start < t + gap && t < *weir_entry_end(w) && ntouching < lengthof(touching))
+		if (meets && ntouching < lengthof(touching))
 		{
 			touching[ntouching++] = dp;
 			start = Min(start, w->start);
-			end = Max(end, *weir_entry_end(w));
+			end = Max(end, wend);
 		}
 	}
-	if (end + lateness <= watermark)
+	if (end + weir_window_margin(&plan->windowing, lateness) <= watermark)
 		return NULL;
 
 	/* the session that keeps its start, if one does */
@@ -348,7 +362,7 @@ weir_session_place(WeirWindows *ws, const char *key, uint32 keylen,
 	if (end > *weir_entry_end(target))
 	{
 		*weir_entry_end(target) = end;
-		if (end > watermark)
+		if (end + weir_window_margin(&plan->windowing, 0) > watermark)
 			weir_entry_clear_flags(target, WEIR_ENTRY_FIRED);	/* it will fire again, later */
 	}
 	weir_entry_set_flags(target, WEIR_ENTRY_DIRTY);
@@ -407,6 +421,8 @@ weir_window_fire(WeirWindows *ws, TimestampTz watermark, int64 lateness,
 		WeirStoreIter iter;
 		WeirEntry *w;
 		List	   *expired = NIL;
+		int64		fire_margin = weir_window_margin(&ws->plan->windowing, 0);
+		int64		close_margin = weir_window_margin(&ws->plan->windowing, lateness);
 
 		/* sessions end anywhere: look at each (one per open key) */
 		weir_store_iter_init(&iter, ws->store);
@@ -414,11 +430,11 @@ weir_window_fire(WeirWindows *ws, TimestampTz watermark, int64 lateness,
 		{
 			TimestampTz end = *weir_entry_end(w);
 
-			if (end > watermark)
+			if (end + fire_margin > watermark)
 				continue;
 			if (fire_one(w))
 				fired++;
-			if (end + lateness <= watermark)
+			if (end + close_margin <= watermark)
 				expired = lappend(expired, (void *) iter.current);
 		}
 		foreach(lc, expired)

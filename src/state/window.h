@@ -48,6 +48,22 @@ typedef struct WeirWindows
 
 #define WEIR_MAX_HOPS 64		/* windows a record may fall in (size / slide) */
 
+/*
+ * How far past a window's end the watermark must be for a window to have
+ * fired (margin after `lateness` 0) or closed for good (after the allowed
+ * lateness): a window [start, end) fires when end + margin <= watermark.
+ * Sessions that merge when they touch take a record at exactly their end,
+ * which is not late while the watermark is at it, so they need the
+ * watermark one microsecond further.  Every test of whether a window has
+ * fired or closed (placing, firing, leaving memory, chunks' expiry,
+ * restore) goes through here, so they agree.
+ */
+static inline int64
+weir_window_margin(const WeirWindowing *w, int64 lateness)
+{
+	return lateness + (w->merge_touching ? 1 : 0);
+}
+
 extern WeirWindows *weir_windows_create(WeirStore *store, WeirPlan *plan,
 										MemoryContext parent);
 extern WeirEntry *weir_window_lookup(WeirWindows *ws, TimestampTz start,

@@ -7,9 +7,10 @@
  * windows that changed since the previous one: per window its key image,
  * start, end, whether it fired, and its aggregate states' image.  Windows
  * are not deleted one by one: a window closes for good when the watermark
- * passes its end plus the allowed lateness, and a restore skips closed
- * windows, so a chunk goes as a whole once every window in it has closed
- * (its expires_at).  The one exception, a session window merged into
+ * passes its end plus the allowed lateness (plus a microsecond for
+ * sessions that merge when they touch: weir_window_margin), and a restore
+ * skips closed windows, so a chunk goes as a whole once every window in it
+ * has closed (its expires_at).  The one exception, a session window merged into
  * another, is written as a "gone" entry that hides its earlier versions.
  * When the chunks hold more than twice what the open windows would take
  * (and 1 MB more), a checkpoint writes every open window as new chunks and
@@ -60,10 +61,10 @@ weir_window_chunks_compact_due(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
 }
 
 void
-weir_window_chunks_begin(WeirWindowChunkBuilder *cb, int64 lateness, bool compacted)
+weir_window_chunks_begin(WeirWindowChunkBuilder *cb, int64 close_margin, bool compacted)
 {
 	memset(cb, 0, sizeof(*cb));
-	cb->lateness = lateness;
+	cb->close_margin = close_margin;
 	cb->compacted = compacted;
 	cb->expires_at = DT_NOBEGIN;
 	initStringInfo(&cb->buf);
@@ -97,8 +98,8 @@ entry_done(WeirWindowChunkBuilder *cb, TimestampTz end)
 {
 	cb->entries++;
 	/* every window in the chunk closed: it can go */
-	if (end + cb->lateness > cb->expires_at)
-		cb->expires_at = end + cb->lateness;
+	if (end + cb->close_margin > cb->expires_at)
+		cb->expires_at = end + cb->close_margin;
 	if (cb->buf.len >= CHUNK_MAX_BYTES)
 		flush(cb);
 }
@@ -266,13 +267,15 @@ restore_chunk(void *arg, const char *data, Size len)
 
 /*
  * Read a pipeline's window chunks and give each window that is open at
- * `watermark` (the checkpoint's) to `cb`, in no particular order.  Sets
+ * `watermark` (the checkpoint's: a window has closed when its end +
+ * close_margin, weir_window_margin, is at or below it) to `cb`, in no
+ * particular order.  Sets
  * wc for the checkpoints to come; *bytes: chunk bytes read.  Returns the
  * windows given.
  */
 int64
 weir_window_chunks_restore(WeirWindowChunks *wc, int32 pipeline_id,
-						   TimestampTz watermark, int64 lateness,
+						   TimestampTz watermark, int64 close_margin,
 						   WeirWindowRestoreCallback cb, void *arg, int64 *bytes)
 {
 	RestoreState rs;
@@ -303,7 +306,7 @@ weir_window_chunks_restore(WeirWindowChunks *wc, int32 pipeline_id,
 	while ((v = hash_seq_search(&status)) != NULL)
 	{
 		/* closed: it left memory before the checkpoint, and so stays out */
-		if (!TIMESTAMP_NOT_FINITE(watermark) && v->end + lateness <= watermark)
+		if (!TIMESTAMP_NOT_FINITE(watermark) && v->end + close_margin <= watermark)
 			continue;
 		cb(arg, v->id.key, v->id.keylen, v->id.start, v->end, v->fired, v->state,
 		   v->statelen);

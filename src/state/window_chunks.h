@@ -27,7 +27,8 @@ typedef struct WeirWindowChunks
 /* What one checkpoint writes: collected in sync, written in async */
 typedef struct WeirWindowChunkBuilder
 {
-	int64		lateness;		/* us: a window closes at end + lateness */
+	int64		close_margin;	/* us: a window closes at end + this
+								 * (weir_window_margin of the lateness) */
 	StringInfoData buf;			/* the chunk being built */
 	int32		entries;		/* in buf */
 	TimestampTz expires_at;		/* when every window in buf has closed */
@@ -47,7 +48,7 @@ struct WeirPackage;				/* checkpoint_package.h */
 
 extern bool weir_window_chunks_compact_due(WeirWindowChunks *wc, WeirWindowChunkBuilder *cb,
 										   int64 live_bytes);
-extern void weir_window_chunks_begin(WeirWindowChunkBuilder *cb, int64 lateness,
+extern void weir_window_chunks_begin(WeirWindowChunkBuilder *cb, int64 close_margin,
 									 bool compacted);
 extern void weir_window_chunks_add(WeirWindowChunkBuilder *cb, const char *key,
 								   uint32 keylen, TimestampTz start, TimestampTz end,
@@ -60,7 +61,7 @@ extern void weir_window_chunks_package(WeirWindowChunks *wc, WeirWindowChunkBuil
 									   struct WeirPackage *pkg, TimestampTz watermark);
 extern void weir_window_chunks_deleted(WeirWindowChunks *wc, int64 bytes);
 extern int64 weir_window_chunks_restore(WeirWindowChunks *wc, int32 pipeline_id,
-										TimestampTz watermark, int64 lateness,
+										TimestampTz watermark, int64 close_margin,
 										WeirWindowRestoreCallback cb, void *arg,
 										int64 *bytes);
 

@@ -7,25 +7,32 @@
 #   dedup_table  a deduplication (1-minute horizon) into a table;
 #   dedup_topic  the same deduplication into a second topic, ev_unique,
 #                keyed by id like the source;
+#   dedup_first  the same horizon with refresh_horizon => false (copies
+#                dropped do not extend an id's life) into a table;
 #   per_shop     a tumbling 1-minute window aggregate per shop over
 #                ev_unique: the second stage of a chain.
 #
-# With weir.read_ahead's default (auto) the two dedups read through
+# With weir.read_ahead's default (auto) the three dedups read through
 # read-ahead processes, the window stage reads itself.
 #
 # Meanwhile a dedup worker is killed with kill -9 five times (the
 # postmaster reinitializes shared memory and every pipeline restores its
-# last checkpoint), three times at a random moment and twice as soon as the
-# worker is seen in a checkpoint, and the server is stopped in immediate
-# mode once, in random order.  When the producers are done, one order per
-# partition far in the future pushes every watermark past the last window,
-# each pipeline takes a checkpoint, and then:
+# last checkpoint: dedup_first twice, each other dedup at least once),
+# three times at a random moment and twice as soon as the worker is seen
+# in a checkpoint, and the server is stopped in immediate mode once, in
+# random order.  When the producers are done, one order per partition far
+# in the future pushes every watermark past the last window, each pipeline
+# takes a checkpoint, and then:
 #
 #   - the dedup table equals the oracle, the definition of deduplication
 #     written in SQL: a record is kept when no earlier record of its
 #     partition (lower position) has the same id and an event time later
 #     than its own minus the horizon;
 #   - ev_unique holds exactly the oracle's records;
+#   - the dedup_first table equals its own oracle: per partition and id in
+#     position order, a record is kept when no record was kept before it
+#     or the last one kept has an event time at or before its own minus
+#     the horizon (a plpgsql walk);
 #   - the window sink equals SQL GROUP BY shop, date_bin('1 minute', ts)
 #     over the oracle's records;
 # row for row and value for value (EXCEPT ALL both ways, and counts); no
@@ -88,13 +95,16 @@ SELECT weir.create_dedup('dedup_table', 'ev', key => 'id', event_time => 'ts',
 SELECT weir.create_dedup('dedup_topic', 'ev', key => 'id', event_time => 'ts',
 						 horizon => $horizon, out_of_orderness => '5 minutes',
 						 sink => 'ev_unique', late_records => 'dedup_topic_late');
+SELECT weir.create_dedup('dedup_first', 'ev', 'id', 'ts', horizon => $horizon,
+						 refresh_horizon => false, out_of_orderness => '5 minutes',
+						 late_records => 'dedup_first_late');
 SELECT weir.create_pipeline('per_shop', 'ev_unique', key => 'shop', event_time => 'ts',
 							windowing => weir.tumbling('1 minute'),
 							aggregates => 'count(*) AS n, sum(amount) AS total',
 							out_of_orderness => '1 minute',
 							late_records => 'per_shop_late');
 });
-my @dedups    = ('dedup_table', 'dedup_topic');
+my @dedups    = ('dedup_table', 'dedup_topic', 'dedup_first');
 my @pipelines = (@dedups, 'per_shop');
 my $npipelines = scalar(@pipelines);
 wait_pipelines_running($node, $npipelines);
@@ -113,14 +123,14 @@ SELECT id, (id % 100)::int, floor(random() * 2000001)::bigint - 1000000, ts
 });
 
 # Six crashes at moments of the run placed by progress, in random order:
-# five kill -9 of a dedup worker (each dedup at least twice), three of them
-# at a random moment and two as soon as the worker is seen in a checkpoint
-# (its transaction writing sink rows, chunks and positions), and one
-# immediate stop.
+# five kill -9 of a dedup worker (dedup_first twice, each other at least
+# once), three of them at a random moment and two as soon as the worker is
+# seen in a checkpoint (its transaction writing sink rows, chunks and
+# positions), and one immediate stop.
 my @plan = plan_crashes($seed, $target, 0.08, 0.14, 0.10,
 	'kill', 'kill', 'kill', 'kill in checkpoint', 'kill in checkpoint', 'immediate');
 my $ncrashes    = scalar(@plan);
-my @kill_target = shuffle(@dedups, @dedups, $dedups[ int(rand(2)) ]);
+my @kill_target = shuffle(@dedups, 'dedup_first', $dedups[ int(rand(2)) ]);
 my $nkills      = scalar(@kill_target);
 my $run         = produce_with_crashes(
 	node      => $node,
@@ -138,7 +148,7 @@ my $records = $node->safe_psql('postgres', 'SELECT count(*) FROM ev');
 cmp_ok($records, '>=', $target, "the topic holds at least $target records");
 
 # Push every watermark past the last window: one record per partition far
-# in the future, with a new (negative) id, so that both dedups keep it and
+# in the future, with a new (negative) id, so that the dedups keep it and
 # it reaches every partition of ev_unique too.  Ids are routed by a hash,
 # the same in both topics (same key type, same number of partitions): pick
 # one id per partition and check where they went.
@@ -166,6 +176,30 @@ SELECT r.part, r.pos, r.id, r.shop, r.amount, r.ts FROM ev r
  WHERE NOT EXISTS (SELECT 1 FROM ev s
 					WHERE s.part = r.part AND s.pos < r.pos AND s.id = r.id
 					  AND s.ts > r.ts - $horizon);
+CREATE FUNCTION first_kept(horizon interval) RETURNS TABLE (part int, pos bigint)
+LANGUAGE plpgsql AS \$\$
+DECLARE
+	r record;
+	cur_part int;
+	cur_id bigint;
+	last_kept timestamptz;
+BEGIN
+	FOR r IN SELECT e.part, e.pos, e.id, e.ts FROM ev e ORDER BY e.part, e.id, e.pos LOOP
+		IF r.part IS DISTINCT FROM cur_part OR r.id IS DISTINCT FROM cur_id THEN
+			cur_part := r.part;
+			cur_id := r.id;
+			last_kept := NULL;
+		END IF;
+		IF last_kept IS NULL OR NOT (last_kept > r.ts - horizon) THEN
+			last_kept := r.ts;
+			part := r.part;
+			pos := r.pos;
+			RETURN NEXT;
+		END IF;
+	END LOOP;
+END \$\$;
+CREATE TABLE oracle_first AS
+SELECT e.part, e.pos, e.id, e.shop, e.amount, e.ts FROM ev e JOIN first_kept($horizon) k USING (part, pos);
 });
 
 # The data has what the test is about: duplicates dropped within the
@@ -186,18 +220,29 @@ note "oracle: $nkept records kept, $ndup duplicates, $nrepeat kept although thei
 cmp_ok($ndup,          '>', $records / 5,  'many records are duplicates within the horizon');
 cmp_ok($nrepeat,       '>', $records / 20, 'many records repeat an id seen outside the horizon');
 cmp_ok($ndup_disorder, '>', $records / 20, 'many duplicates came after a copy with a later event time');
+my ($nkept_first, $nfirst_only, $nfirst_missing) = split /\|/, $node->safe_psql(
+	'postgres', q{
+SELECT (SELECT count(*) FROM oracle_first),
+	   (SELECT count(*) FROM (SELECT part, pos FROM oracle_first EXCEPT SELECT part, pos FROM oracle) x),
+	   (SELECT count(*) FROM (SELECT part, pos FROM oracle EXCEPT SELECT part, pos FROM oracle_first) x)});
+note "oracle without refresh: $nkept_first records kept, $nfirst_only of them dropped by the oracle "
+  . "with refresh (an earlier dropped copy within the horizon)";
+cmp_ok($nfirst_only, '>', $records / 100,
+	'many records are kept only because dropped copies do not refresh the horizon');
+is($nfirst_missing, '0', 'what the refreshing oracle keeps, the other keeps too');
 
 # Compare a relation with the oracle's records, with the records of the
 # first differing id on failure.
 sub compare_with_dedup_oracle
 {
-	my ($what, $rel) = @_;
+	my ($what, $rel, $oracle) = @_;
+	$oracle //= 'oracle';
 	my $cols = 'id, shop, amount, ts';
 	compare_with_oracle(
 		$node,
 		label    => $what,
 		sink     => $rel,
-		oracle   => 'oracle',
+		oracle   => $oracle,
 		cols     => $cols,
 		order    => '1, 4',
 		nonempty => 0,
@@ -206,7 +251,7 @@ sub compare_with_dedup_oracle
 			return "$what: the records of id $id in ev (part|pos|amount|ts|kept by the oracle):\n"
 			  . $node->safe_psql(
 				'postgres', qq{
-SELECT part, pos, amount, ts, EXISTS (SELECT 1 FROM oracle o WHERE o.part = e.part AND o.pos = e.pos)
+SELECT part, pos, amount, ts, EXISTS (SELECT 1 FROM $oracle o WHERE o.part = e.part AND o.pos = e.pos)
   FROM ev e WHERE id = $id ORDER BY pos})
 			  . "\n$what: the rows of id $id there:\n"
 			  . $node->safe_psql('postgres', "SELECT $cols FROM $rel WHERE id = $id ORDER BY ts");
@@ -215,6 +260,7 @@ SELECT part, pos, amount, ts, EXISTS (SELECT 1 FROM oracle o WHERE o.part = e.pa
 
 compare_with_dedup_oracle('dedup table sink', 'dedup_table');
 compare_with_dedup_oracle('chain topic ev_unique', 'ev_unique');
+compare_with_dedup_oracle('dedup_first sink (no refresh)', 'dedup_first', 'oracle_first');
 is( $node->safe_psql(
 		'postgres', q{
 SELECT count(*) FROM ev_unique u
@@ -269,7 +315,12 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM weir.dead_letters'),
 # Over the committed checkpoints every record of the source counts once as
 # read, and every kept record once as written to the sink.
 my $unique = $node->safe_psql('postgres', 'SELECT count(*) FROM ev_unique');
-my %source_rows = (dedup_table => $records + 4, dedup_topic => $records + 4, per_shop => $unique);
+my %source_rows = (
+	dedup_table => $records + 4,
+	dedup_topic => $records + 4,
+	dedup_first => $records + 4,
+	per_shop    => $unique);
+my %kept_rows = (dedup_table => $nkept, dedup_topic => $nkept, dedup_first => $nkept_first);
 for my $p (@pipelines)
 {
 	is(checkpoint_sum($node, $p, 'records_in'),
@@ -279,7 +330,7 @@ for my $p (@pipelines)
 for my $p (@dedups)
 {
 	is(checkpoint_sum($node, $p, 'sink_rows'),
-		$nkept,
+		$kept_rows{$p},
 		"pipeline $p: its committed checkpoints wrote every kept record once");
 }
 note $node->safe_psql(
