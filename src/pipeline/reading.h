@@ -59,6 +59,7 @@ typedef struct WeirSide
 	int32		first;
 	bool		chained;		/* its watermark is its writers' (source ops
 								 * watermarks), not guessed from event times */
+	TimestampTz chain_checked_at;	/* when the source was last asked */
 	ExprState **key_exprs;
 	ExprState  *event_time_expr;	/* NULL: none (projection) */
 	ExprState  *filter_expr;

@@ -328,10 +328,14 @@ apply_group(WeirReading *rd, void *arg)
  * watermark for the partitions as far as this pipeline has processed them:
  * it stands in for the greatest event time seen (advance_watermark), so
  * event time travels through a chain instead of being guessed again at
- * each stage.  Asked each round: a writer may come or go.
+ * each stage.  A chained source is asked each round; one without writers
+ * once a second, for a writer that comes (the query is not free, and a
+ * round can take far less).
  */
+#define CHAIN_RECHECK_USECS USECS_PER_SEC
+
 static void
-take_published_watermarks(WeirWorker *w)
+take_published_watermarks(WeirWorker *w, TimestampTz now)
 {
 	for (int s = 0; s < w->in.nsides; s++)
 	{
@@ -339,6 +343,10 @@ take_published_watermarks(WeirWorker *w)
 
 		if (side->event_time_expr == NULL)
 			continue;			/* a projection has no watermark */
+		if (!side->chained && side->chain_checked_at != 0 &&
+			now - side->chain_checked_at < CHAIN_RECHECK_USECS)
+			continue;
+		side->chain_checked_at = now;
 		side->chained = side->src->ops->watermarks(side->src, &w->in.pos[side->first],
 												   &w->in.max_event_time[side->first]);
 	}
@@ -567,7 +575,7 @@ run(WeirWorker *w)
 			got = weir_reading_round(&w->in, now, &lag, &caught_up, apply_group, w);
 		}
 		w->store->backlog = !caught_up;
-		take_published_watermarks(w);
+		take_published_watermarks(w, now);
 		advance_watermark(w, now);
 		LWLockAcquire(&w->slot->lock, LW_EXCLUSIVE);
 		if (w->op->ops->expire(w->op, w->watermark))
