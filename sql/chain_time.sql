@@ -123,6 +123,38 @@ SELECT weir.drop_pipeline(p) FROM unnest(ARRAY['ct_s3', 'ct_s2', 'ct_s1']) p;
 DROP TABLE ct_final;
 SELECT weir.drop_topic(t) FROM unnest(ARRAY['ct_5min', 'ct_min', 'ct_src']) t;
 
+-- a chain across owners: weir.checkpoint() asks only the caller's own
+-- pipelines, and refuses to checkpoint another role's pipeline upstream
+CREATE ROLE ct_up;
+CREATE ROLE ct_down;
+CREATE SCHEMA ct_up AUTHORIZATION ct_up;
+CREATE SCHEMA ct_down AUTHORIZATION ct_down;
+SET ROLE ct_up;
+SELECT weir.create_topic('ct_up.src', 'k int, ts timestamptz', partitions => 1);
+SELECT weir.create_topic('ct_up.minutes', 'k int, window_start timestamptz, window_end timestamptz, n bigint',
+                         partitions => 1);
+GRANT USAGE ON SCHEMA ct_up TO ct_down;
+GRANT SELECT ON ct_up.minutes TO ct_down;
+SELECT weir.create_pipeline('ct_up_minutes', 'ct_up.src', key => 'k', event_time => 'ts',
+                            windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n',
+                            sink => 'ct_up.minutes') > 0 AS created;
+RESET ROLE;
+SET ROLE ct_down;
+SELECT weir.create_pipeline('ct_down_5m', 'ct_up.minutes', key => 'k', event_time => 'window_end',
+                            windowing => weir.tumbling('5 minutes'), aggregates => 'sum(n) AS n',
+                            sink => 'ct_down.five') > 0 AS created;
+SELECT * FROM weir.checkpoint(ARRAY['ct_down_5m']);
+\echo :LAST_ERROR_SQLSTATE
+SELECT pipeline FROM weir.checkpoint() ORDER BY 1;
+RESET ROLE;
+SELECT weir.drop_pipeline('ct_down_5m');
+SELECT weir.drop_pipeline('ct_up_minutes');
+DROP TABLE ct_down.five;
+SELECT weir.drop_topic('ct_up.minutes');
+SELECT weir.drop_topic('ct_up.src');
+DROP SCHEMA ct_up, ct_down;
+DROP ROLE ct_up, ct_down;
+
 -- a projection keeps no event time: it publishes nothing
 SELECT weir.create_topic('ct_copy', 'k int, ts timestamptz', partitions => 1);
 SELECT weir.create_projection('ct_p', 'ct_pairs', sink => 'ct_copy') > 0 AS created;
