@@ -77,7 +77,7 @@ typedef struct WeirPipelineRow
 	char	   *event_time;		/* NULL for a projection */
 	Datum		windowing;		/* weir.windowing, copied; 0 for dedup */
 	char	   *aggregates;		/* NULL for dedup */
-	char	   *filter;			/* NULL: none */
+	char	   *filter;			/* NULL: none; a join: the left's */
 	Interval	out_of_orderness;
 	Interval	allowed_lateness;
 	bool		has_idle_timeout;
@@ -101,6 +101,7 @@ typedef struct WeirPipelineRow
 	Oid			right_source;	/* join; source is the left */
 	char	   *right_key;
 	char	   *right_event_time;
+	char	   *right_filter;	/* NULL: none */
 	Interval	right_before;	/* r.t BETWEEN l.t - right_before */
 	Interval	right_after;	/* AND l.t + right_after */
 	char	   *join_kind;		/* "inner" or "left" */
