@@ -544,6 +544,7 @@ CREATE FUNCTION weir.create_join(
 	columns text DEFAULT NULL,
 	left_filter text DEFAULT NULL,
 	right_filter text DEFAULT NULL,
+	late_records text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
 	idle_timeout interval DEFAULT NULL,
 	sink text DEFAULT NULL,
@@ -558,8 +559,8 @@ CREATE FUNCTION weir.create_join(
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_join';
-COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, text, text, interval, interval, text, interval, bigint, boolean, text, text, interval, interval) IS
-	'define an interval join of two topics: a right row r matches a left row l when their keys are equal and r.t BETWEEN l.t - right_before AND l.t + right_after, inner or left outer; left_filter and right_filter skip a side''s records before they are buffered; returns the pipeline id (left_time, right_time, lower, upper: renamed, fail with a hint)';
+COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, text, text, text, interval, interval, text, interval, bigint, boolean, text, text, interval, interval) IS
+	'define an interval join of two topics: a right row r matches a left row l when their keys are equal and r.t BETWEEN l.t - right_before AND l.t + right_after, inner or left outer; left_filter and right_filter skip a side''s records before they are buffered; late rows go to late_records (source, part, pos, record jsonb, watermark, received_at); returns the pipeline id (left_time, right_time, lower, upper: renamed, fail with a hint)';
 
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_start';

@@ -458,14 +458,16 @@ weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 }
 
 /*
- * Late records into the pipeline's late-records table, copied from the topic
- * by position, as the current user (the pipeline's owner).  The columns are
- * named: each of the source's, then watermark and received_at
- * (write_target.c checked that the table has them, with their types).
+ * Late records into the pipeline's late-records table, copied from topic
+ * `source` by position, as the current user (the pipeline's owner).  The
+ * columns are named (write_target.c checked that the table has them, with
+ * their types): each of the source's, then watermark and received_at; or,
+ * as_record (a join's table, one for both topics), source, part, pos,
+ * record (the row as jsonb), watermark and received_at.
  */
 void
 weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions,
-						Datum watermark)
+						Datum watermark, bool as_record)
 {
 	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(late_table)),
 												  get_rel_name(late_table));
@@ -475,12 +477,17 @@ weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions
 	TupleDesc	desc = RelationGetDescr(rel);
 	StringInfoData into;
 	StringInfoData from;
-	Oid			types[3] = {INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
-	Datum		values[3] = {parts, positions, watermark};
+	Oid			types[4] = {INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, REGCLASSOID};
+	Datum		values[4] = {parts, positions, watermark, ObjectIdGetDatum(source)};
 
 	initStringInfo(&into);
 	initStringInfo(&from);
-	for (int a = 0; a < desc->natts; a++)
+	if (as_record)
+	{
+		appendStringInfoString(&into, "source, part, pos, record, ");
+		appendStringInfoString(&from, "$4, t.part, t.pos, pg_catalog.to_jsonb(t.*), ");
+	}
+	for (int a = 0; a < desc->natts && !as_record; a++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, a);
 
@@ -496,7 +503,7 @@ weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions
 							   "SELECT %s$3, now() FROM %s t "
 							   "JOIN unnest($1, $2) AS l(part, pos) ON t.part = l.part AND t.pos = l.pos",
 							   name, into.data, from.data, source_name),
-					  3, types, values, NULL, SPI_OK_INSERT);
+					  4, types, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
 }
 

@@ -123,7 +123,7 @@ extern bool weir_catalog_pipeline_delete_by_definition(Oid definition);
 extern void weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 										Interval *checkpoint_interval);
 extern void weir_catalog_write_late(Oid late_table, Oid source, Datum parts,
-									Datum positions, Datum watermark);
+									Datum positions, Datum watermark, bool as_record);
 extern List *weir_catalog_enabled_pipelines(void);
 extern void weir_catalog_run_ddl(const char *sql);
 

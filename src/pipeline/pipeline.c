@@ -355,10 +355,9 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 
 		if (!OidIsValid(late))
 		{
-			weir_catalog_run_ddl(psprintf("CREATE TABLE %s (LIKE %s, watermark timestamptz, received_at timestamptz)",
-										  quote_qualified_identifier(rv->schemaname, rv->relname),
-										  quote_qualified_identifier(get_namespace_name(get_rel_namespace(row->source)),
-																	 get_rel_name(row->source))));
+			weir_catalog_run_ddl(weir_late_records_definition(row,
+															  quote_qualified_identifier(rv->schemaname,
+																						 rv->relname)));
 			late = RangeVarGetRelid(rv, NoLock, false);
 		}
 		row->late_records = late;
