@@ -279,8 +279,8 @@ parse_filter(Oid source, const char *filter, const char *what, Query **query)
 /*
  * A join's WHERE: its left filter AND its right filter (over varno 2), a
  * missing one as true, so that each side's is found again as it was
- * given (definition.h); NULL without filters.  *right_query: the right
- * filter's analysed query, or NULL.
+ * given (definition.h); NULL without filters.  *left_query and
+ * *right_query: each filter's analysed query, or NULL.
  */
 static Node *
 parse_join_filters(const WeirDefinitionText *text, Query **left_query, Query **right_query)
