@@ -319,7 +319,8 @@ CREATE TABLE weir.pipeline (
 	right_after			interval,				--		AND l.t + right_after
 	join_kind			text CHECK (join_kind IN ('inner', 'left')),
 	columns				text,					-- dedup, last_value; NULL: the source's
-	filter				text,
+	filter				text,					-- join: the left's
+	right_filter		text,					-- join (filter: the left's)
 	out_of_orderness	interval NOT NULL,
 	allowed_lateness	interval NOT NULL,
 	idle_timeout		interval,
@@ -337,7 +338,8 @@ CREATE TABLE weir.pipeline (
 	CHECK (operator IN ('window', 'projection') OR key IS NOT NULL),
 	CHECK (operator = 'projection' OR event_time IS NOT NULL),
 	CHECK (operator <> 'join' OR (right_source IS NOT NULL AND right_key IS NOT NULL AND
-								  right_event_time IS NOT NULL AND join_kind IS NOT NULL))
+								  right_event_time IS NOT NULL AND join_kind IS NOT NULL)),
+	CHECK (operator = 'join' OR right_filter IS NULL)
 );
 
 -- Source positions and per-partition maximum event times of the last
@@ -540,6 +542,9 @@ CREATE FUNCTION weir.create_join(
 	right_after interval DEFAULT '0',
 	kind text DEFAULT 'inner',
 	columns text DEFAULT NULL,
+	left_filter text DEFAULT NULL,
+	right_filter text DEFAULT NULL,
+	late_records text DEFAULT NULL,
 	out_of_orderness interval DEFAULT '0',
 	idle_timeout interval DEFAULT NULL,
 	sink text DEFAULT NULL,
@@ -554,8 +559,8 @@ CREATE FUNCTION weir.create_join(
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_join';
-COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, interval, interval, text, interval, bigint, boolean, text, text, interval, interval) IS
-	'define an interval join of two topics: a right row r matches a left row l when their keys are equal and r.t BETWEEN l.t - right_before AND l.t + right_after, inner or left outer; returns the pipeline id (left_time, right_time, lower, upper: renamed, fail with a hint)';
+COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, text, text, text, interval, interval, text, interval, bigint, boolean, text, text, interval, interval) IS
+	'define an interval join of two topics: a right row r matches a left row l when their keys are equal and r.t BETWEEN l.t - right_before AND l.t + right_after, inner or left outer; left_filter and right_filter skip a side''s records before they are buffered; late rows go to late_records (source, part, pos, record jsonb, watermark, received_at); returns the pipeline id (left_time, right_time, lower, upper: renamed, fail with a hint)';
 
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_start';

@@ -39,7 +39,7 @@
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
 	"checkpoint_interval, max_state_memory, definition, enabled, created_at, " \
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
-	"right_before, right_after, join_kind, status, names, nkeys, refresh_horizon"
+	"right_before, right_after, join_kind, status, names, nkeys, refresh_horizon, right_filter"
 
 /* weir.pipeline.status, in WeirPipelineStatus order */
 static const char *const status_names[] = {
@@ -176,6 +176,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->nkeys = DatumGetInt32(get_datum(33, &isnull));
 	d = get_datum(34, &isnull);
 	row->refresh_horizon = isnull || DatumGetBool(d);	/* null: not a dedup */
+	row->right_filter = get_text(35, cxt);
 }
 
 static bool
@@ -211,13 +212,13 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[31] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[32] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
 		OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
 		INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID, TEXTOID,
-	BOOLOID};
-	Datum		values[31];
-	char		nulls[31];
+	BOOLOID, TEXTOID};
+	Datum		values[32];
+	char		nulls[32];
 	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(row->names), 1));
 	ListCell   *lc;
 	int			n = 0;
@@ -297,6 +298,10 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	values[30] = BoolGetDatum(row->refresh_horizon);
 	if (strcmp(row->operator, "dedup") != 0)
 		nulls[30] = 'n';
+	if (row->right_filter)
+		values[31] = CStringGetTextDatum(row->right_filter);
+	else
+		nulls[31] = 'n';
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -306,12 +311,12 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
 					  "max_state_memory, names, enabled, operator, horizon, columns, ttl, "
 					  "right_source, right_key, right_event_time, right_before, right_after, join_kind, "
-					  "nkeys, status, refresh_horizon) "
+					  "nkeys, status, refresh_horizon, right_filter) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
-					  "$29, $30, $31) "
+					  "$29, $30, $31, $32) "
 					  "RETURNING id",
-					  31, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  32, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;
@@ -453,14 +458,16 @@ weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 }
 
 /*
- * Late records into the pipeline's late-records table, copied from the topic
- * by position, as the current user (the pipeline's owner).  The columns are
- * named: each of the source's, then watermark and received_at
- * (write_target.c checked that the table has them, with their types).
+ * Late records into the pipeline's late-records table, copied from topic
+ * `source` by position, as the current user (the pipeline's owner).  The
+ * columns are named (write_target.c checked that the table has them, with
+ * their types): each of the source's, then watermark and received_at; or,
+ * as_record (a join's table, one for both topics), source, part, pos,
+ * record (the row as jsonb), watermark and received_at.
  */
 void
 weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions,
-						Datum watermark)
+						Datum watermark, bool as_record)
 {
 	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(late_table)),
 												  get_rel_name(late_table));
@@ -470,12 +477,17 @@ weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions
 	TupleDesc	desc = RelationGetDescr(rel);
 	StringInfoData into;
 	StringInfoData from;
-	Oid			types[3] = {INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
-	Datum		values[3] = {parts, positions, watermark};
+	Oid			types[4] = {INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, REGCLASSOID};
+	Datum		values[4] = {parts, positions, watermark, ObjectIdGetDatum(source)};
 
 	initStringInfo(&into);
 	initStringInfo(&from);
-	for (int a = 0; a < desc->natts; a++)
+	if (as_record)
+	{
+		appendStringInfoString(&into, "source, part, pos, record, ");
+		appendStringInfoString(&from, "$4, t.part, t.pos, pg_catalog.to_jsonb(t.*), ");
+	}
+	for (int a = 0; a < desc->natts && !as_record; a++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, a);
 
@@ -491,7 +503,7 @@ weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions
 							   "SELECT %s$3, now() FROM %s t "
 							   "JOIN unnest($1, $2) AS l(part, pos) ON t.part = l.part AND t.pos = l.pos",
 							   name, into.data, from.data, source_name),
-					  3, types, values, NULL, SPI_OK_INSERT);
+					  4, types, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
 }
 

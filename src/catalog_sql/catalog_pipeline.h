@@ -77,7 +77,7 @@ typedef struct WeirPipelineRow
 	char	   *event_time;		/* NULL for a projection */
 	Datum		windowing;		/* weir.windowing, copied; 0 for dedup */
 	char	   *aggregates;		/* NULL for dedup */
-	char	   *filter;			/* NULL: none */
+	char	   *filter;			/* NULL: none; a join: the left's */
 	Interval	out_of_orderness;
 	Interval	allowed_lateness;
 	bool		has_idle_timeout;
@@ -101,6 +101,7 @@ typedef struct WeirPipelineRow
 	Oid			right_source;	/* join; source is the left */
 	char	   *right_key;
 	char	   *right_event_time;
+	char	   *right_filter;	/* NULL: none */
 	Interval	right_before;	/* r.t BETWEEN l.t - right_before */
 	Interval	right_after;	/* AND l.t + right_after */
 	char	   *join_kind;		/* "inner" or "left" */
@@ -122,7 +123,7 @@ extern bool weir_catalog_pipeline_delete_by_definition(Oid definition);
 extern void weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 										Interval *checkpoint_interval);
 extern void weir_catalog_write_late(Oid late_table, Oid source, Datum parts,
-									Datum positions, Datum watermark);
+									Datum positions, Datum watermark, bool as_record);
 extern List *weir_catalog_enabled_pipelines(void);
 extern void weir_catalog_run_ddl(const char *sql);
 

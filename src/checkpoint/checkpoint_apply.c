@@ -43,7 +43,8 @@ typedef struct GuardedWrite
 	WeirCheckpointTarget *target;
 	int			ncols;
 	bool		upsert;
-	int64		watermark;		/* late records */
+	int64		watermark;		/* late records: as of */
+	Oid			source;			/* late records: their topic */
 } GuardedWrite;
 
 static void
@@ -89,9 +90,11 @@ guarded_late(void *arg, WeirColumn *cols)
 	GuardedWrite *g = arg;
 	WeirPipelineRow *row = &g->target->row;
 
-	weir_catalog_write_late(row->late_records, row->source,
+	/* a join's table has one shape for both topics: each row as JSON */
+	weir_catalog_write_late(row->late_records, g->source,
 							weir_column_array(&cols[0]), weir_column_array(&cols[1]),
-							TimestampTzGetDatum(g->watermark));
+							TimestampTzGetDatum(g->watermark),
+							g->target->plan->op == WEIR_OP_JOIN);
 }
 
 /* The sink, as a guarded write's target: dead letters keyed by its columns. */
@@ -166,7 +169,7 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 		{
 			case WEIR_PKG_SINK_DELETE:
 				{
-					GuardedWrite g = {target, op->ncols, false, 0};
+					GuardedWrite g = {target, op->ncols, false, 0, InvalidOid};
 					WeirGuardTarget t = sink_guard(target->sink);
 
 					weir_guarded_write(row, records_dead, cols, op->ncols,
@@ -176,7 +179,8 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 			case WEIR_PKG_SINK_INSERT:
 			case WEIR_PKG_SINK_UPSERT:
 				{
-					GuardedWrite g = {target, op->ncols, op->kind == WEIR_PKG_SINK_UPSERT, 0};
+					GuardedWrite g = {target, op->ncols, op->kind == WEIR_PKG_SINK_UPSERT, 0,
+					InvalidOid};
 					WeirGuardTarget t = sink_guard(target->sink);
 
 					weir_guarded_write(row, records_dead, cols, op->ncols,
@@ -208,10 +212,12 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 				break;
 			case WEIR_PKG_LATE:
 				{
-					GuardedWrite g = {target, 2, false, op->watermark};
-					WeirGuardTarget t = {row->source, NULL, true, NULL, recheck_late_records};
+					GuardedWrite g = {target, 2, false, op->watermark, op->oid};
+					/* rows it refuses: dead letters of their topic */
+					WeirGuardTarget t = {op->oid, NULL, true, NULL, recheck_late_records};
 
-					t.what = psprintf("late-records table \"%s\"", get_rel_name(op->oid));
+					t.what = psprintf("late-records table \"%s\"",
+									  get_rel_name(row->late_records));
 					weir_guarded_write(row, records_dead, cols, 2, guarded_late, &g, &t);
 					break;
 				}

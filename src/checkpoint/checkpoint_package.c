@@ -223,14 +223,17 @@ weir_package_add_chunks(WeirPackage *pkg, int space, List *chunks, bool compacte
 	op_end(pkg);
 }
 
-/* Late records (partition, position) for `table`, as of `watermark`. */
+/*
+ * Late records (partition, position) of topic `source`, for the pipeline's
+ * late-records table, as of `watermark`.
+ */
 void
-weir_package_add_late(WeirPackage *pkg, Oid table, WeirColumn *cols,
+weir_package_add_late(WeirPackage *pkg, Oid source, WeirColumn *cols,
 					  TimestampTz watermark)
 {
 	WeirPackageOp *op = op_begin(pkg, WEIR_PKG_LATE, 2);
 
-	op->oid = table;
+	op->oid = source;
 	op->watermark = watermark;
 	for (int i = 0; i < 2; i++)
 		append_column(pkg, &cols[i]);

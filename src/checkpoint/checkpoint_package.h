@@ -28,7 +28,8 @@ typedef enum WeirPackageOpKind
 	WEIR_PKG_CHUNKS,			/* state chunks of one space */
 	WEIR_PKG_POSITIONS,			/* columns: partition, position, max event time */
 	WEIR_PKG_DEAD_LETTERS,		/* columns: partition, position, error, record */
-	WEIR_PKG_LATE				/* columns: partition, position */
+	WEIR_PKG_LATE				/* columns: partition, position (of the
+								 * op's source) */
 } WeirPackageOpKind;
 
 /* The checkpoint's own facts, for its weir.checkpoints row and its waiters */
@@ -53,7 +54,7 @@ typedef struct WeirPackageOp
 	int32		kind;			/* WeirPackageOpKind */
 	int32		ncols;			/* columns that follow; CHUNKS: chunks */
 	int64		len;			/* bytes that follow */
-	Oid			oid;			/* DEAD_LETTERS: the source; LATE: the table */
+	Oid			oid;			/* DEAD_LETTERS, LATE: the source topic */
 	int32		space;			/* CHUNKS */
 	bool		compacted;		/* CHUNKS: every older chunk goes */
 	int64		first_chunk;	/* CHUNKS: number of the first */
@@ -77,7 +78,7 @@ extern void weir_package_add_column_list(WeirPackage *pkg, WeirPackageOpKind kin
 extern void weir_package_add_chunks(WeirPackage *pkg, int space, List *chunks,
 									bool compacted, TimestampTz watermark,
 									int64 *next_chunk);
-extern void weir_package_add_late(WeirPackage *pkg, Oid table, WeirColumn *cols,
+extern void weir_package_add_late(WeirPackage *pkg, Oid source, WeirColumn *cols,
 								  TimestampTz watermark);
 
 /* Reading one: ops in order */

@@ -385,6 +385,28 @@ add_column_sinkcols(WeirPlan *plan)
 						true);
 }
 
+/*
+ * A join's filter of side `side` (0: left, 1: right) from its WHERE
+ * (definition.h), as an expression over that side's row; NULL: none.
+ */
+static Expr *
+join_filter(Node *quals, int side)
+{
+	Node	   *filter;
+
+	if (!is_andclause(quals) || list_length(((BoolExpr *) quals)->args) != 2)
+		refuse_stored("its filters are not one for each source");
+	filter = list_nth(((BoolExpr *) quals)->args, side);
+	if (weir_definition_expr_sides(filter) & ~(1 << side))
+		refuse_stored("a filter refers to the other source");
+	/* the placeholder of a side without filter */
+	if (IsA(filter, Const) && !((Const *) filter)->constisnull &&
+		((Const *) filter)->consttype == BOOLOID &&
+		DatumGetBool(((Const *) filter)->constvalue))
+		return NULL;
+	return side == 1 ? right_expr((Expr *) filter) : (Expr *) filter;
+}
+
 static WeirPlan *
 new_plan(WeirDefinition *def, int side)
 {
@@ -393,9 +415,11 @@ new_plan(WeirDefinition *def, int side)
 
 	plan->op = def->op;
 	plan->source = def->sources[side];
-	if (quals)
+	if (quals && def->op == WEIR_OP_JOIN)
+		plan->filter = join_filter(quals, side);
+	else if (quals)
 	{
-		if (def->op == WEIR_OP_JOIN || (weir_definition_expr_sides(quals) & ~1))
+		if (weir_definition_expr_sides(quals) & ~1)
 			refuse_stored("its filter refers to another source");
 		plan->filter = (Expr *) quals;
 	}

@@ -184,7 +184,11 @@ struct WeirPlan
  *	dedup, last value:	keys, event time, columns
  *	projection:			columns
  *	join:				left keys, right keys, left time, right time, columns
- * Vars refer to the source as varno 1 (a join's right source: 2).
+ * Vars refer to the source as varno 1 (a join's right source: 2).  A
+ * join's WHERE, when it has a filter, is exactly two conditions ANDed:
+ * the left filter (over varno 1) and the right filter (over varno 2), a
+ * missing one as the constant true; each applies to its side's records
+ * before they are buffered.
  */
 typedef struct WeirDefinition
 {
@@ -209,7 +213,8 @@ typedef struct WeirDefinitionText
 	const char *right_event_time;
 	const char *aggregates;		/* window */
 	const char *columns;		/* NULL: the source's (a join: both sources') */
-	const char *filter;
+	const char *filter;			/* a join: the left's */
+	const char *right_filter;	/* join */
 } WeirDefinitionText;
 
 /* What a plan takes besides expressions: the catalog row's intervals */

@@ -3,7 +3,7 @@
  * definition_parse.c
  *	  From the SQL text of a pipeline definition to one analysed query.
  *
- * Keys, event times, the filter, aggregates and columns are SQL text.  Each
+ * Keys, event times, the filters, aggregates and columns are SQL text.  Each
  * is parsed by PostgreSQL's own parser and analyzer as part of a query
  *	  SELECT <text> FROM ONLY <source> [WHERE <filter>]
  * so that names resolve against the source's columns, types are checked
@@ -265,14 +265,45 @@ parse_event_time(Oid source, const char *event_time, const char *what)
 	return piece;
 }
 
+/* A filter (`what`: its argument's name) over the columns of `source`. */
 static Node *
-parse_filter(Oid source, const char *filter, Query **query)
+parse_filter(Oid source, const char *filter, const char *what, Query **query)
 {
-	*query = analyze_over(&source, 1, "1", filter, "filter");
+	*query = analyze_over(&source, 1, "1", filter, what);
 	if ((*query)->hasAggs)
-		refuse_shape("filter", "aggregates are not allowed in it");
-	refuse_volatile((*query)->jointree->quals, "filter");
+		refuse_shape(what, "aggregates are not allowed in it");
+	refuse_volatile((*query)->jointree->quals, what);
 	return (*query)->jointree->quals;
+}
+
+/*
+ * A join's WHERE: its left filter AND its right filter (over varno 2), a
+ * missing one as true, so that each side's is found again as it was
+ * given (definition.h); NULL without filters.  *left_query and
+ * *right_query: each filter's analysed query, or NULL.
+ */
+static Node *
+parse_join_filters(const WeirDefinitionText *text, Query **left_query, Query **right_query)
+{
+	Node	   *left = NULL;
+	Node	   *right = NULL;
+
+	*left_query = NULL;
+	*right_query = NULL;
+	if (text->filter)
+		left = parse_filter(text->source, text->filter, "left_filter", left_query);
+	if (text->right_filter)
+	{
+		right = copyObject(parse_filter(text->right_source, text->right_filter,
+										"right_filter", right_query));
+		ChangeVarNodes(right, 1, 2, 0);
+	}
+	if (left == NULL && right == NULL)
+		return NULL;
+	return (Node *) makeBoolExpr(AND_EXPR,
+								 list_make2(left ? left : makeBoolConst(true, false),
+											right ? right : makeBoolConst(true, false)),
+								 -1);
 }
 
 static Piece
@@ -520,8 +551,15 @@ weir_definition_parse(const WeirDefinitionText *text)
 {
 	Oid			sources[2] = {text->source, text->right_source};
 	Query	   *filter_query = NULL;
-	Node	   *quals = text->filter ? parse_filter(text->source, text->filter, &filter_query) : NULL;
+	Query	   *right_filter_query = NULL;
+	Node	   *quals;
 	Assembly	a;
+
+	if (text->op == WEIR_OP_JOIN)
+		quals = parse_join_filters(text, &filter_query, &right_filter_query);
+	else
+		quals = text->filter ? parse_filter(text->source, text->filter, "filter",
+											&filter_query) : NULL;
 
 	switch (text->op)
 	{
@@ -602,7 +640,7 @@ weir_definition_parse(const WeirDefinitionText *text)
 										format_type_be(lt), format_type_be(rt)),
 								 errhint("Cast one side so that both have the same type.")));
 				}
-				a = begin_assembly(text->op, sources, 2, columns.query, NULL);
+				a = begin_assembly(text->op, sources, 2, columns.query, quals);
 				a.def->nkeys = list_length(lkeys.exprs);
 				add_items(&a, &lkeys, 1, "left_key", true, false);
 				add_items(&a, &rkeys, 2, "right_key", true, false);
@@ -618,5 +656,9 @@ weir_definition_parse(const WeirDefinitionText *text)
 		linitial_node(RangeTblEntry, a.rtable)->selectedCols =
 			bms_union(linitial_node(RangeTblEntry, a.rtable)->selectedCols,
 					  linitial_node(RangeTblEntry, filter_query->rtable)->selectedCols);
+	if (right_filter_query)
+		lsecond_node(RangeTblEntry, a.rtable)->selectedCols =
+			bms_union(lsecond_node(RangeTblEntry, a.rtable)->selectedCols,
+					  linitial_node(RangeTblEntry, right_filter_query->rtable)->selectedCols);
 	return a.def;
 }

@@ -22,7 +22,8 @@
  * with the error as its status), so each says what to change.
  *
  * weir_depend_on_tables makes the definition's _RETURN rule depend on each
- * sink column weir writes, on the late-records table as a whole, on the
+ * sink column weir writes, on the late-records table as a whole (a join's:
+ * and on each of its columns, which do not follow a topic), on the
  * sources' part and pos columns and on their primary key: PostgreSQL then refuses ALTER COLUMN ... TYPE and DROP of
  * those ("used by a view or rule"), or drops the pipeline with CASCADE,
  * exactly as for a view's own columns.
@@ -346,9 +347,64 @@ weir_check_sink(WeirPlan *plan, WeirPipelineRow *row, Oid sink, Oid owner)
 }
 
 /*
+ * A join's late-records table, one for both topics, whose columns differ:
+ * which topic, the record's partition and position in it, the record as
+ * JSON, then watermark and received_at as for the other kinds.
+ */
+typedef struct LateColumn
+{
+	const char *name;
+	Oid			type;
+	const char *declared;		/* as weir creates it */
+} LateColumn;
+
+static const LateColumn join_late_columns[] = {
+	{"source", REGCLASSOID, "regclass NOT NULL"},
+	{"part", INT4OID, "integer NOT NULL"},
+	{"pos", INT8OID, "bigint NOT NULL"},
+	{"record", JSONBOID, "jsonb NOT NULL"},
+	{"watermark", TIMESTAMPTZOID, "timestamptz"},
+	{"received_at", TIMESTAMPTZOID, "timestamptz"},
+};
+
+/* Whether `row`'s late records go to a table of the join's shape. */
+static bool
+late_records_as_json(const WeirPipelineRow *row)
+{
+	return OidIsValid(row->right_source);
+}
+
+/*
+ * CREATE TABLE text of the late-records table `qualified` of `row`: the
+ * source's columns (LIKE it) then watermark and received_at; a join's,
+ * join_late_columns.
+ */
+char *
+weir_late_records_definition(const WeirPipelineRow *row, const char *qualified)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	if (!late_records_as_json(row))
+	{
+		appendStringInfo(&sql, "CREATE TABLE %s (LIKE %s, watermark timestamptz, received_at timestamptz)",
+						 qualified,
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(row->source)),
+													get_rel_name(row->source)));
+		return sql.data;
+	}
+	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
+	for (int i = 0; i < lengthof(join_late_columns); i++)
+		appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "", join_late_columns[i].name,
+						 join_late_columns[i].declared);
+	appendStringInfoChar(&sql, ')');
+	return sql.data;
+}
+
+/*
  * The late-records table: each column of the source (same name and type),
- * then watermark and received_at (timestamptz); weir_catalog_write_late
- * names them.
+ * then watermark and received_at (timestamptz); a join's has
+ * join_late_columns instead.  weir_catalog_write_late names them.
  */
 void
 weir_check_late_records(WeirPipelineRow *row, Oid late, Oid owner)
@@ -369,19 +425,28 @@ weir_check_late_records(WeirPipelineRow *row, Oid late, Oid owner)
 				 errmsg("a pipeline's late records cannot go to its sink"),
 				 errhint("Name another table for late_records, or one that does not exist.")));
 	written = palloc0(sizeof(bool) * Max(RelationGetDescr(rel)->natts, 1));
-	source = table_open(row->source, AccessShareLock);
-	desc = RelationGetDescr(source);
-	for (int a = 0; a < desc->natts; a++)
+	if (late_records_as_json(row))
 	{
-		Form_pg_attribute att = TupleDescAttr(desc, a);
-
-		if (!att->attisdropped)
-			(void) written_column(rel, NameStr(att->attname), att->atttypid, written,
-								  "late-records table");
+		for (int i = 0; i < lengthof(join_late_columns); i++)
+			(void) written_column(rel, join_late_columns[i].name, join_late_columns[i].type,
+								  written, "late-records table");
 	}
-	table_close(source, AccessShareLock);
-	(void) written_column(rel, "watermark", TIMESTAMPTZOID, written, "late-records table");
-	(void) written_column(rel, "received_at", TIMESTAMPTZOID, written, "late-records table");
+	else
+	{
+		source = table_open(row->source, AccessShareLock);
+		desc = RelationGetDescr(source);
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (!att->attisdropped)
+				(void) written_column(rel, NameStr(att->attname), att->atttypid, written,
+									  "late-records table");
+		}
+		table_close(source, AccessShareLock);
+		(void) written_column(rel, "watermark", TIMESTAMPTZOID, written, "late-records table");
+		(void) written_column(rel, "received_at", TIMESTAMPTZOID, written, "late-records table");
+	}
 	check_other_columns(rel, written, "late-records table");
 	if (pg_class_aclcheck(late, owner, ACL_INSERT) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -461,8 +526,14 @@ weir_depend_on_tables(Oid view, WeirPlan *plan, WeirPipelineRow *row)
 	 * The late-records table mirrors every column of the topic, including
 	 * those no definition uses, which may change: its columns are left free
 	 * to follow them, and the checks (at start, on a change, before a
-	 * write is blamed on a row) stop the pipeline while they differ.
+	 * write is blamed on a row) stop the pipeline while they differ.  A
+	 * join's has columns of its own, which stay as a sink's do.
 	 */
 	if (OidIsValid(row->late_records))
+	{
 		depend(&rule, row->late_records, 0);
+		if (late_records_as_json(row))
+			for (int i = 0; i < lengthof(join_late_columns); i++)
+				depend_on_columns(&rule, row->late_records, &join_late_columns[i].name, 1);
+	}
 }

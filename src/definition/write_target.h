@@ -20,6 +20,7 @@
 extern void weir_check_source(Oid source, Oid owner);
 extern void weir_check_sink(WeirPlan *plan, WeirPipelineRow *row, Oid sink, Oid owner);
 extern void weir_check_late_records(WeirPipelineRow *row, Oid late, Oid owner);
+extern char *weir_late_records_definition(const WeirPipelineRow *row, const char *qualified);
 extern void weir_check_tables(WeirPlan *plan, WeirPipelineRow *row, Oid owner);
 extern void weir_depend_on_tables(Oid view, WeirPlan *plan, WeirPipelineRow *row);
 

@@ -92,7 +92,8 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 	}
 	list_free_deep(w->dead);
 	w->dead = NIL;
-	if (w->late != NIL)
+	/* late records, one write per source, as of this watermark */
+	for (int s = 0; s < w->in.nsides && w->late != NIL; s++)
 	{
 		WeirColumn	l[2];
 
@@ -100,15 +101,18 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 		weir_column_init(&l[1], INT8OID);
 		foreach(lc, w->late)
 		{
-			int64	   *late = lfirst(lc);
+			WeirLateRecord *late = lfirst(lc);
 
-			weir_column_add(&l[0], Int32GetDatum((int32) late[0]), false);
-			weir_column_add(&l[1], Int64GetDatum(late[1]), false);
+			if (late->source != w->in.sides[s].src->relid)
+				continue;
+			weir_column_add(&l[0], Int32GetDatum(late->part), false);
+			weir_column_add(&l[1], Int64GetDatum(late->position), false);
 		}
-		weir_package_add_late(pkg, w->in.row.late_records, l, w->watermark);
-		list_free_deep(w->late);
-		w->late = NIL;
+		if (l[0].n > 0)
+			weir_package_add_late(pkg, w->in.sides[s].src->relid, l, w->watermark);
 	}
+	list_free_deep(w->late);
+	w->late = NIL;
 }
 
 /*

@@ -355,10 +355,9 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 
 		if (!OidIsValid(late))
 		{
-			weir_catalog_run_ddl(psprintf("CREATE TABLE %s (LIKE %s, watermark timestamptz, received_at timestamptz)",
-										  quote_qualified_identifier(rv->schemaname, rv->relname),
-										  quote_qualified_identifier(get_namespace_name(get_rel_namespace(row->source)),
-																	 get_rel_name(row->source))));
+			weir_catalog_run_ddl(weir_late_records_definition(row,
+															  quote_qualified_identifier(rv->schemaname,
+																						 rv->relname)));
 			late = RangeVarGetRelid(rv, NoLock, false);
 		}
 		row->late_records = late;
@@ -599,6 +598,9 @@ weir_create_join(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("kind must be 'inner' or 'left', not '%s'", row.join_kind)));
 	row.columns = text_arg(&args, "columns", false);
+	/* each over its own topic; weir.pipeline.filter holds the left's */
+	row.filter = text_arg(&args, "left_filter", false);
+	row.right_filter = text_arg(&args, "right_filter", false);
 	row.emit = "final";
 	plan = plan_from_text(&row, &def);
 	PG_RETURN_INT32(finish_create(&args, &row, def, plan));
@@ -622,6 +624,7 @@ plan_from_text(WeirPipelineRow *row, WeirDefinition **def)
 	text.aggregates = row->aggregates;
 	text.columns = row->columns;
 	text.filter = row->filter;
+	text.right_filter = row->right_filter;
 	*def = weir_definition_parse(&text);
 	weir_pipeline_plan_options(row, &options);
 	return weir_definition_plan(*def, &options);

@@ -136,7 +136,11 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 	pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
 }
 
-/* A record too late for state: counted, and kept if the pipeline asks. */
+/*
+ * A record too late for state: counted, and kept if the pipeline asks.
+ * `part` is the partition of the side being read, in its own topic's
+ * numbering (not side->first + part).
+ */
 static void
 record_late(WeirWorker *w, int32 part, WeirEvalRow *r)
 {
@@ -145,10 +149,11 @@ record_late(WeirWorker *w, int32 part, WeirEvalRow *r)
 	{
 		/* keep the record: look it up again by position at checkpoint */
 		MemoryContext oldcxt = MemoryContextSwitchTo(w->in.cxt);
-		int64	   *late = palloc(sizeof(int64) * 2);
+		WeirLateRecord *late = palloc(sizeof(WeirLateRecord));
 
-		late[0] = part;
-		late[1] = r->position;
+		late->source = w->in.side->src->relid;
+		late->part = part;
+		late->position = r->position;
 		w->late = lappend(w->late, late);
 		MemoryContextSwitchTo(oldcxt);
 	}

@@ -36,6 +36,17 @@ typedef struct WeirDeadLetter
 } WeirDeadLetter;
 
 /*
+ * A record too late for state, to be copied from its topic into the
+ * late-records table by the next checkpoint.
+ */
+typedef struct WeirLateRecord
+{
+	Oid			source;			/* the topic (a join has two) */
+	int32		part;			/* the topic's own partition */
+	int64		position;
+} WeirLateRecord;
+
+/*
  * A checkpoint that wrote at least this many sink rows measures what one
  * costs; until one has, a row is taken to cost the default (about what a
  * first emission costs on a 2-core machine).
@@ -75,7 +86,8 @@ typedef struct WeirWorker
 	TimestampTz next_checkpoint;
 	int64		records_since;	/* records in since the last checkpoint */
 	List	   *dead;			/* WeirDeadLetter *, until the next checkpoint */
-	List	   *late;			/* int64[2] {part, position} of late rows, when kept */
+	List	   *late;			/* WeirLateRecord *, when kept, until the
+								 * next checkpoint */
 	bool		changed;		/* anything to checkpoint */
 	int64		last_sync_us;	/* the last checkpoint's sync phase */
 	TimestampTz idle_since;		/* no rows read since; 0 while reading */

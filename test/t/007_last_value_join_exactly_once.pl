@@ -13,7 +13,9 @@
 #              rows are deleted, some keys come back later);
 #   j_inner    orders JOIN shipments ON order_id and
 #              l.ts BETWEEN r.ts - 1 minute AND r.ts + 10 seconds, with both
-#              rows' part and pos in the sink;
+#              rows' part and pos in the sink, a filter on each side
+#              (amount % 7 <> 0; carrier <> 'c2') and a late-records table,
+#              which must stay empty;
 #   j_left     the same as a LEFT JOIN (default columns).
 #
 # The pipelines read ahead (weir.read_ahead: a second process per pipeline
@@ -32,7 +34,7 @@
 #   lv_all   SELECT DISTINCT ON (k) ... ORDER BY k, ts DESC, part DESC, pos DESC
 #   lv_ttl   the same, without the keys whose newest ts + ttl is at or below
 #            the watermark of lv_ttl's last checkpoint
-#   j_inner  the inner join in SQL
+#   j_inner  the inner join in SQL, of the filtered topics
 #   j_left   the left outer join in SQL
 #
 # Event time.  Every record takes the next tick of a clock shared by all
@@ -109,7 +111,8 @@ SELECT weir.create_join('j_inner', 'orders', 'shipments',
 						columns => 'l.part AS l_part, l.pos AS l_pos, l.order_id, l.amount, '
 								   'l.ts AS ordered_at, r.part AS r_part, r.pos AS r_pos, '
 								   'r.carrier, r.ts AS shipped_at',
-						out_of_orderness => '3 minutes');
+						left_filter => 'amount % 7 <> 0', right_filter => 'carrier <> ''c2''',
+						late_records => 'j_inner_late', out_of_orderness => '3 minutes');
 SELECT weir.create_join('j_left', 'orders', 'shipments',
 						left_key => 'order_id', right_key => 'order_id',
 						left_event_time => 'ts', right_event_time => 'ts', right_before => $right_before, right_after => $right_after,
@@ -235,7 +238,8 @@ SELECT k, v, ts FROM oracle_lv_all WHERE ts + $ttl > '$wm_ttl';
 CREATE TABLE oracle_j_inner AS
 SELECT l.part AS l_part, l.pos AS l_pos, l.order_id, l.amount, l.ts AS ordered_at,
 	   r.part AS r_part, r.pos AS r_pos, r.carrier, r.ts AS shipped_at
-  FROM orders l JOIN shipments r
+  FROM (SELECT * FROM orders WHERE amount % 7 <> 0) l
+  JOIN (SELECT * FROM shipments WHERE carrier <> 'c2') r
 	ON l.order_id = r.order_id AND r.ts BETWEEN l.ts - $right_before AND l.ts + $right_after
  WHERE l.order_id >= 0;
 CREATE TABLE oracle_j_left AS
@@ -248,7 +252,7 @@ SELECT l.order_id, l.amount, l.ts, r.order_id AS right_order_id, r.carrier, r.ts
 # The data has what the test is about.
 my %stat;
 @stat{qw(keys tie_part tie_pos expired returned pairs on_bound off_bound multi unmatched dup_orders
-	  stray_pairs)} = split /\|/, $node->safe_psql(
+	  stray_pairs filtered_pairs)} = split /\|/, $node->safe_psql(
 	'postgres', qq{
 SELECT (SELECT count(*) FROM oracle_lv_all),
 	   -- keys whose newest row tied on event time with a row of another partition
@@ -272,10 +276,14 @@ SELECT (SELECT count(*) FROM oracle_lv_all),
 	   (SELECT count(*) FROM (SELECT 1 FROM oracle_j_inner GROUP BY l_part, l_pos HAVING count(*) > 1) m),
 	   (SELECT count(*) FROM oracle_j_left WHERE right_order_id IS NULL),
 	   (SELECT count(*) FROM (SELECT 1 FROM orders GROUP BY order_id HAVING count(*) > 1) d),
-	   (SELECT count(*) FROM oracle_j_inner WHERE carrier = 'stray')});
+	   (SELECT count(*) FROM oracle_j_inner WHERE carrier = 'stray'),
+	   -- pairs of the topics that one of j_inner's filters keeps out
+	   (SELECT count(*) FROM orders l JOIN shipments r
+		  ON l.order_id = r.order_id AND r.ts BETWEEN l.ts - $right_before AND l.ts + $right_after
+		 WHERE l.order_id >= 0 AND (l.amount % 7 = 0 OR r.carrier = 'c2'))});
 note join(', ', map { "$_ $stat{$_}" }
 	  qw(keys tie_part tie_pos expired returned pairs on_bound off_bound multi unmatched dup_orders
-	  stray_pairs));
+	  stray_pairs filtered_pairs));
 cmp_ok($stat{keys},      '>', $keys * 0.9, 'last value: the records cover most keys');
 cmp_ok($stat{tie_part},  '>', 0, 'last value: some newest rows tie on event time with another partition');
 cmp_ok($stat{tie_pos},   '>', 0, 'last value: some newest rows tie on event time within their partition');
@@ -289,6 +297,7 @@ cmp_ok($stat{multi},     '>', 0, 'join: some orders match several shipments');
 cmp_ok($stat{unmatched}, '>', 0, 'left join: some orders match nothing');
 cmp_ok($stat{dup_orders}, '>', 0, 'join: some order ids are written twice');
 cmp_ok($stat{stray_pairs}, '>', 0, 'join: some stray shipments match an order');
+cmp_ok($stat{filtered_pairs}, '>', 0, 'j_inner: its filters keep some pairs of the topics out');
 
 # Each sink against its oracle, with what the sub says about the first
 # difference on failure.
@@ -373,7 +382,7 @@ for my $p (@pipelines)
 	cmp_ok(restores_with_state($node, $p),
 		'>=', $ncrashes - 1, "pipeline $p restored state from its chunks after most crashes");
 }
-for my $p (@last_values)
+for my $p (@last_values, 'j_inner')
 {
 	is($node->safe_psql('postgres', "SELECT count(*) FROM ${p}_late"),
 		'0', "pipeline $p: its late-records table is empty");
