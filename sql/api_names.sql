@@ -5,34 +5,6 @@
 SET timezone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
--- Differences between a sink and the plain-SQL answer: none expected
-CREATE FUNCTION an_diff(sink regclass, oracle text)
-RETURNS TABLE (side text, row_image text) LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE format(
-		'SELECT ''only in sink'', s::text FROM (SELECT * FROM %s EXCEPT ALL SELECT * FROM (%s) o) s '
-		'UNION ALL '
-		'SELECT ''only in oracle'', o::text FROM (SELECT * FROM (%s) o EXCEPT ALL SELECT * FROM %s) o '
-		'ORDER BY 1, 2', sink, oracle, oracle, sink);
-END $$;
-
--- The watermark of a pipeline's last checkpoint: the one its sink reflects
-CREATE FUNCTION an_watermark(pipeline text) RETURNS timestamptz
-LANGUAGE sql AS $$
-	SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
-	 WHERE p.name = pipeline ORDER BY c.id DESC LIMIT 1 $$;
-
-CREATE FUNCTION an_wait_stopped(pipeline text) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1 .. 300 LOOP
-		IF (SELECT worker_pid IS NULL FROM weir.pipelines WHERE name = pipeline) THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
-
 SELECT weir.create_topic('an_orders', 'order_id bigint, amount int, ts timestamptz',
                          partitions => 1, key => 'order_id');
 SELECT weir.create_topic('an_ships', 'order_id bigint, carrier text, ts timestamptz',
@@ -111,7 +83,7 @@ SELECT (i - 1) % 20 + 1, i, '2026-01-01 00:00:00+00'::timestamptz + i * interval
   FROM generate_series(1, 30) i;
 SELECT weir.checkpoint('an_dedup') > 0 AS checkpointed;
 SELECT records_in, records_out, records_dropped, retention FROM weir.pipelines WHERE name = 'an_dedup';
-SELECT * FROM an_diff('an_dedup', $$
+SELECT * FROM oracle_diff('an_dedup', $$
 	SELECT DISTINCT ON (order_id) order_id, amount, ts FROM an_orders ORDER BY order_id, pos $$);
 
 ------------------------------------------------------------------------------
@@ -137,7 +109,7 @@ CREATE VIEW an_join_oracle AS
 	  FROM an_orders l JOIN an_ships r
 	    ON l.order_id = r.order_id
 	   AND r.ts BETWEEN l.ts - interval '2 minutes' AND l.ts + interval '10 minutes';
-SELECT * FROM an_diff('an_join', 'SELECT * FROM an_join_oracle');
+SELECT * FROM oracle_diff('an_join', 'SELECT * FROM an_join_oracle');
 -- which shipments matched; with the bounds swapped, -5 and -1 would have
 SELECT carrier, count(*) AS pairs FROM an_join GROUP BY carrier ORDER BY carrier;
 SELECT (SELECT count(*) FROM an_join) AS pairs,
@@ -228,7 +200,7 @@ SELECT (SELECT count(*) FROM weir.committed_state('an_generic')) AS generic_open
        (SELECT count(*) FROM weir.committed_state('an_session')) AS sessions_open,
        (SELECT bool_and(key IS NULL) FROM weir.committed_state('an_hop')) AS hop_no_key;
 SELECT weir.stop(p) FROM unnest(ARRAY['an_total', 'an_generic', 'an_hop', 'an_session']) p;
-SELECT an_wait_stopped(p) AS stopped FROM unnest(ARRAY['an_total', 'an_generic', 'an_hop', 'an_session']) p;
+SELECT wait_for_pipeline(p, 'worker_pid IS NULL') AS stopped FROM unnest(ARRAY['an_total', 'an_generic', 'an_hop', 'an_session']) p;
 SELECT weir.start(p) FROM unnest(ARRAY['an_total', 'an_generic', 'an_hop', 'an_session']) p;
 
 -- the second half, then one record per partition a day later: every
@@ -242,7 +214,7 @@ SELECT name, status, records_in, records_late, records_dead FROM weir.pipelines
  WHERE name IN ('an_total', 'an_generic', 'an_hop', 'an_session') ORDER BY name;
 SELECT p.name, count(*) AS restores FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
  WHERE p.name IN ('an_total', 'an_generic', 'an_hop', 'an_session') GROUP BY p.name ORDER BY p.name;
-SELECT an_watermark('an_total') AS watermark;
+SELECT checkpoint_watermark('an_total') AS watermark;
 
 -- each sink is its GROUP BY, exactly: the windows that fired (with emit
 -- 'updates', also the open ones, as of the checkpoint)
@@ -250,13 +222,13 @@ SELECT (SELECT count(*) FROM an_total) AS total_windows,
        (SELECT count(*) FROM an_generic) AS generic_windows,
        (SELECT count(*) FROM an_hop) AS hop_windows,
        (SELECT count(*) FROM an_session) AS sessions;
-SELECT * FROM an_diff('an_total', $$
-	SELECT * FROM an_total_oracle WHERE window_end <= an_watermark('an_total') $$);
-SELECT * FROM an_diff('an_generic', $$
-	SELECT * FROM an_generic_oracle WHERE window_end <= an_watermark('an_generic') $$);
-SELECT * FROM an_diff('an_hop', 'SELECT * FROM an_hop_oracle');
-SELECT * FROM an_diff('an_session', $$
-	SELECT * FROM an_session_oracle WHERE window_end <= an_watermark('an_session') $$);
+SELECT * FROM oracle_diff('an_total', $$
+	SELECT * FROM an_total_oracle WHERE window_end <= checkpoint_watermark('an_total') $$);
+SELECT * FROM oracle_diff('an_generic', $$
+	SELECT * FROM an_generic_oracle WHERE window_end <= checkpoint_watermark('an_generic') $$);
+SELECT * FROM oracle_diff('an_hop', 'SELECT * FROM an_hop_oracle');
+SELECT * FROM oracle_diff('an_session', $$
+	SELECT * FROM an_session_oracle WHERE window_end <= checkpoint_watermark('an_session') $$);
 SELECT * FROM an_total ORDER BY window_start LIMIT 3;
 SELECT * FROM an_generic ORDER BY window_start LIMIT 3;
 SELECT * FROM an_session ORDER BY window_start;
@@ -266,6 +238,3 @@ SELECT weir.drop_pipeline(p)
 DROP VIEW an_join_oracle, an_total_oracle, an_generic_oracle, an_hop_oracle, an_session_oracle;
 DROP TABLE an_dedup, an_join, an_total, an_generic, an_hop, an_session, an_data;
 SELECT weir.drop_topic(t) FROM unnest(ARRAY['an_orders', 'an_ships', 'an_events']::regclass[]) t;
-DROP FUNCTION an_diff(regclass, text);
-DROP FUNCTION an_watermark(text);
-DROP FUNCTION an_wait_stopped(text);

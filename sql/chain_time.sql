@@ -4,16 +4,6 @@
 -- one partition of the join's inputs running ahead does not make the
 -- window's correct rows late.
 SET timezone = 'UTC';
-CREATE FUNCTION ct_wait_stopped(pipeline text) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..300 LOOP
-		IF EXISTS (SELECT FROM weir.pipelines WHERE name = pipeline AND worker_pid IS NULL) THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
 SELECT weir.create_topic('ct_bids', 'k int, ts timestamptz', partitions => 2);
 SELECT weir.create_topic('ct_asks', 'k int, ts timestamptz', partitions => 2);
 SELECT weir.create_topic('ct_pairs', 'k int, ts timestamptz', partitions => 1);
@@ -116,7 +106,7 @@ SELECT * FROM weir.checkpoint(ARRAY[NULL]::text[]);
 \echo :LAST_ERROR_SQLSTATE
 -- a stopped pipeline named is an error, not a silent wait
 SELECT weir.stop('ct_s2');
-SELECT ct_wait_stopped('ct_s2') AS stopped;
+SELECT wait_for_pipeline('ct_s2', 'worker_pid IS NULL') AS stopped;
 SELECT * FROM weir.checkpoint(ARRAY['ct_s2'], timeout => '2 s');
 \echo :LAST_ERROR_SQLSTATE
 SELECT weir.drop_pipeline(p) FROM unnest(ARRAY['ct_s3', 'ct_s2', 'ct_s1']) p;
@@ -169,4 +159,3 @@ SELECT weir.drop_pipeline('ct_j');
 SELECT count(*) AS left_behind FROM weir.topic_watermark;
 DROP TABLE ct_counts, ct_late;
 SELECT weir.drop_topic(t) FROM unnest(ARRAY['ct_copy', 'ct_pairs', 'ct_bids', 'ct_asks']) t;
-DROP FUNCTION ct_wait_stopped(text);

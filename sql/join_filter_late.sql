@@ -7,28 +7,6 @@
 SET timezone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
--- Differences between a sink and the plain-SQL answer: none expected
-CREATE FUNCTION jf_diff(sink text, oracle text)
-RETURNS TABLE (side text, row_image text) LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE format(
-		'SELECT ''only in sink'', s::text FROM (SELECT * FROM %s EXCEPT ALL SELECT * FROM (%s) o) s '
-		'UNION ALL '
-		'SELECT ''only in oracle'', o::text FROM (SELECT * FROM (%s) o EXCEPT ALL SELECT * FROM %s) o '
-		'ORDER BY 1, 2', sink, oracle, oracle, sink);
-END $$;
-
-CREATE FUNCTION jf_wait_stopped(pipeline text) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1 .. 300 LOOP
-		IF (SELECT worker_pid IS NULL FROM weir.pipelines WHERE name = pipeline) THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
-
 SELECT weir.create_topic('jf_orders', 'order_id bigint, amount int, ts timestamptz',
                          partitions => 2, key => 'order_id');
 SELECT weir.create_topic('jf_ships', 'order_id bigint, carrier text, ts timestamptz',
@@ -184,7 +162,7 @@ SELECT i, CASE WHEN i % 5 = 0 THEN 'lost' WHEN j = 2 THEN 'ups' ELSE 'dhl' END,
 SELECT weir.checkpoint('jf_left') > 0 AS checkpointed;
 -- a restart in the middle: the start checks the late-records table too
 SELECT weir.stop('jf_left');
-SELECT jf_wait_stopped('jf_left') AS stopped;
+SELECT wait_for_pipeline('jf_left', 'worker_pid IS NULL') AS stopped;
 SELECT weir.start('jf_left');
 -- far ahead on every partition of both topics, and filtered out: filtered
 -- records move the watermark all the same, so every buffered row leaves
@@ -197,13 +175,13 @@ SELECT weir.checkpoint('jf_left') > 0 AS checkpointed;
 SELECT name, watermark, records_in, records_late FROM weir.pipelines
  WHERE name LIKE 'jf_%' ORDER BY name;
 
-SELECT * FROM jf_diff('jf_inner', $$
+SELECT * FROM oracle_diff('jf_inner', $$
 SELECT l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS shipped_at
   FROM (SELECT * FROM jf_orders WHERE amount >= 100 AND order_id % 4 <> 0) l
   JOIN (SELECT * FROM jf_ships WHERE carrier <> 'lost') r
     ON l.order_id = r.order_id
    AND r.ts BETWEEN l.ts - interval '5 minutes' AND l.ts + interval '1 hour'$$);
-SELECT * FROM jf_diff('jf_left', $$
+SELECT * FROM oracle_diff('jf_left', $$
 SELECT l.order_id, l.amount, l.ts AS ordered_at, r.carrier, r.ts AS shipped_at
   FROM (SELECT * FROM jf_orders WHERE amount >= 100 AND order_id % 4 <> 0) l
   LEFT JOIN (SELECT * FROM jf_ships WHERE carrier <> 'lost') r
@@ -249,9 +227,9 @@ SELECT 'jf_orders'::regclass AS source, part, pos, to_jsonb(o) AS record
 UNION ALL
 SELECT 'jf_ships'::regclass, part, pos, to_jsonb(s)
   FROM jf_ships s WHERE order_id IN (501, 503);
-SELECT * FROM jf_diff('(SELECT source, part, pos, record FROM jf_inner_late) i',
+SELECT * FROM oracle_diff('(SELECT source, part, pos, record FROM jf_inner_late) i',
                       'SELECT * FROM jf_late_expected');
-SELECT * FROM jf_diff('(SELECT source, part, pos, record FROM jf_left_late) i',
+SELECT * FROM oracle_diff('(SELECT source, part, pos, record FROM jf_left_late) i',
                       $$SELECT * FROM jf_late_expected WHERE record->>'carrier' IS DISTINCT FROM 'refused'$$);
 SELECT source, record->>'order_id' AS order_id, watermark, received_at IS NOT NULL AS received
   FROM jf_inner_late ORDER BY 1, 2;
@@ -276,5 +254,3 @@ DROP VIEW jf_late_expected;
 DROP TABLE jf_inner, jf_left, jf_inner_late, jf_left_late;
 SELECT weir.drop_topic('jf_ships');
 SELECT weir.drop_topic('jf_orders');
-DROP FUNCTION jf_diff(text, text);
-DROP FUNCTION jf_wait_stopped(text);

@@ -5,23 +5,6 @@
 -- own minus the horizon.
 SET timezone = 'UTC';
 
--- Whether a pipeline's row in weir.pipelines meets `condition` within 30 s
-CREATE FUNCTION wait_for_pipeline(pipeline text, condition text) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-	met boolean;
-BEGIN
-	FOR i IN 1..300 LOOP
-		EXECUTE format('SELECT EXISTS (SELECT FROM weir.pipelines WHERE name = %L AND (%s))',
-					   pipeline, condition) INTO met;
-		IF met THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
-
 SELECT weir.create_topic('dd_orders', 'order_id bigint, shop text, amount int, ts timestamptz',
                          partitions => 2, key => 'order_id');
 

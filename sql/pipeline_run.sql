@@ -9,24 +9,6 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
--- The watermark of a pipeline's last checkpoint: the one its sink reflects
-CREATE FUNCTION checkpoint_watermark(pipeline text) RETURNS timestamptz
-LANGUAGE sql AS $$
-	SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
-	 WHERE p.name = pipeline ORDER BY c.id DESC LIMIT 1 $$;
-
--- Differences between a sink and the plain-SQL answer (the "oracle"): none
--- expected.  The oracle is a query with the sink's columns.
-CREATE FUNCTION oracle_diff(sink regclass, oracle text)
-RETURNS TABLE (side text, row_image text) LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE format(
-		'SELECT ''only in sink'', s::text FROM (SELECT * FROM %s EXCEPT ALL SELECT * FROM (%s) o) s '
-		'UNION ALL '
-		'SELECT ''only in oracle'', o::text FROM (SELECT * FROM (%s) o EXCEPT ALL SELECT * FROM %s) o '
-		'ORDER BY 1, 2', sink, oracle, oracle, sink);
-END $$;
-
 ------------------------------------------------------------------------------
 -- Tumbling windows, records out of order within out_of_orderness
 ------------------------------------------------------------------------------
@@ -609,5 +591,3 @@ DROP ROLE weir_nobody;
 SELECT weir.drop_topic(t)
   FROM unnest(ARRAY['tum_src', 'hop_src', 'filt_src', 'late_src', 'upd_src', 'two_src', 'dl_src',
                     'fail_src', 'rls_src', 'ses_src', 'sesu_src', 'long_src']::regclass[]) AS t;
-DROP FUNCTION oracle_diff(regclass, text);
-DROP FUNCTION checkpoint_watermark(text);

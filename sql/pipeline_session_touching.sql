@@ -18,21 +18,6 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
-CREATE FUNCTION touch_watermark(pipeline text) RETURNS timestamptz
-LANGUAGE sql AS $$
-	SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
-	 WHERE p.name = pipeline ORDER BY c.id DESC LIMIT 1 $$;
-
-CREATE FUNCTION touch_diff(sink regclass, oracle text)
-RETURNS TABLE (side text, row_image text) LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE format(
-		'SELECT ''only in sink'', s::text FROM (SELECT * FROM %s EXCEPT ALL SELECT * FROM (%s) o) s '
-		'UNION ALL '
-		'SELECT ''only in oracle'', o::text FROM (SELECT * FROM (%s) o EXCEPT ALL SELECT * FROM %s) o '
-		'ORDER BY 1, 2', sink, oracle, oracle, sink);
-END $$;
-
 -- the constructor: merge_touching defaults to false (null: the default)
 SELECT weir.session('1 minute');
 SELECT weir.session('1 minute', merge_touching => true);
@@ -121,14 +106,14 @@ INSERT INTO touch_src (k, t, v) VALUES
 	('e', '2024-01-01 00:02:00+00', 2000),
 	('w', '2024-01-01 00:05:00+00', 0);
 SELECT weir.checkpoint('touch') > 0 AS checkpointed, weir.checkpoint('apart') > 0 AS checkpointed;
-SELECT name, touch_watermark(name) AS watermark, records_in, records_late
+SELECT name, checkpoint_watermark(name) AS watermark, records_in, records_late
   FROM weir.pipelines WHERE name IN ('touch', 'apart') ORDER BY name;
 SELECT * FROM touch ORDER BY k, window_start;
 SELECT * FROM apart ORDER BY k, window_start;
-SELECT * FROM touch_diff('touch', $$
-	SELECT * FROM touch_oracle WHERE window_end < touch_watermark('touch') $$);
-SELECT * FROM touch_diff('apart', $$
-	SELECT * FROM apart_oracle WHERE window_end <= touch_watermark('apart') $$);
+SELECT * FROM oracle_diff('touch', $$
+	SELECT * FROM touch_oracle WHERE window_end < checkpoint_watermark('touch') $$);
+SELECT * FROM oracle_diff('apart', $$
+	SELECT * FROM apart_oracle WHERE window_end <= checkpoint_watermark('apart') $$);
 SELECT key, window_start, window_end, fired FROM weir.live_state('touch')
  WHERE key IN ('a', 'w') ORDER BY key, window_start;
 
@@ -161,16 +146,16 @@ INSERT INTO touch_src (k, t, v) VALUES
 	('a', '2024-01-01 00:05:00+00', 6),
 	('h', '2023-12-31 23:59:00+00', 7);
 SELECT weir.checkpoint('touch') > 0 AS checkpointed, weir.checkpoint('apart') > 0 AS checkpointed;
-SELECT name, touch_watermark(name) AS watermark, records_in, records_late
+SELECT name, checkpoint_watermark(name) AS watermark, records_in, records_late
   FROM weir.pipelines WHERE name IN ('touch', 'apart') ORDER BY name;
 SELECT * FROM touch ORDER BY k, window_start;
 SELECT * FROM apart ORDER BY k, window_start;
 SELECT k, t FROM touch_late ORDER BY k, t;
 SELECT k, t FROM apart_late ORDER BY k, t;
-SELECT * FROM touch_diff('touch', $$
-	SELECT * FROM touch_oracle WHERE window_end < touch_watermark('touch') $$);
-SELECT * FROM touch_diff('apart', $$
-	SELECT * FROM apart_oracle WHERE window_end <= touch_watermark('apart') $$);
+SELECT * FROM oracle_diff('touch', $$
+	SELECT * FROM touch_oracle WHERE window_end < checkpoint_watermark('touch') $$);
+SELECT * FROM oracle_diff('apart', $$
+	SELECT * FROM apart_oracle WHERE window_end <= checkpoint_watermark('apart') $$);
 
 -- h's session (merge_touching) closes only when the watermark is past
 -- 00:05:00: a restart at 00:05:00 restores it, and h 00:00:00, at its end,
@@ -199,16 +184,16 @@ INSERT INTO touch_src (k, t, v) VALUES ('z', '2024-01-01 01:00:00+00', 0);
 SELECT weir.checkpoint('touch') > 0 AS checkpointed, weir.checkpoint('apart') > 0 AS checkpointed;
 INSERT INTO touch_src (k, t, v) VALUES ('a', '2024-01-01 00:06:00+00', 9);
 SELECT weir.checkpoint('touch') > 0 AS checkpointed, weir.checkpoint('apart') > 0 AS checkpointed;
-SELECT name, touch_watermark(name) AS watermark, records_in, records_late
+SELECT name, checkpoint_watermark(name) AS watermark, records_in, records_late
   FROM weir.pipelines WHERE name IN ('touch', 'apart') ORDER BY name;
 SELECT * FROM touch ORDER BY k, window_start;
 SELECT * FROM apart ORDER BY k, window_start;
 SELECT k, t FROM touch_late ORDER BY k, t;
 SELECT k, t FROM apart_late ORDER BY k, t;
-SELECT * FROM touch_diff('touch', $$
-	SELECT * FROM touch_oracle WHERE window_end < touch_watermark('touch') $$);
-SELECT * FROM touch_diff('apart', $$
-	SELECT * FROM apart_oracle WHERE window_end <= touch_watermark('apart') $$);
+SELECT * FROM oracle_diff('touch', $$
+	SELECT * FROM touch_oracle WHERE window_end < checkpoint_watermark('touch') $$);
+SELECT * FROM oracle_diff('apart', $$
+	SELECT * FROM apart_oracle WHERE window_end <= checkpoint_watermark('apart') $$);
 -- only z's session is left in either
 SELECT key, window_start, window_end FROM weir.committed_state('touch') ORDER BY key, window_start;
 SELECT key, window_start, window_end FROM weir.committed_state('apart') ORDER BY key, window_start;
@@ -218,5 +203,3 @@ SELECT weir.drop_pipeline('apart');
 DROP VIEW touch_oracle, apart_oracle;
 DROP TABLE touch, apart, touch_late, apart_late;
 SELECT weir.drop_topic('touch_src');
-DROP FUNCTION touch_watermark(text);
-DROP FUNCTION touch_diff(regclass, text);

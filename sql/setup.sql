@@ -53,3 +53,35 @@ BEGIN
 	END LOOP;
 	RETURN got;
 END $$;
+CREATE FUNCTION public.wait_for_pipeline(pipeline text, condition text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	met boolean;
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXECUTE format('SELECT EXISTS (SELECT FROM weir.pipelines WHERE name = %L AND (%s))',
+					   pipeline, condition) INTO met;
+		IF met THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+	RETURN false;
+END $$;
+-- the watermark of a pipeline's last checkpoint: the one its sink reflects
+CREATE FUNCTION public.checkpoint_watermark(pipeline text) RETURNS timestamptz
+LANGUAGE sql AS $$
+	SELECT c.watermark FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
+	 WHERE p.name = pipeline ORDER BY c.id DESC LIMIT 1 $$;
+-- differences between a sink (a table, or a subquery with an alias) and the
+-- plain-SQL answer (the "oracle", a query with the sink's columns): none
+-- expected
+CREATE FUNCTION public.oracle_diff(sink text, oracle text)
+RETURNS TABLE (side text, row_image text) LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE format(
+		'SELECT ''only in sink'', s::text FROM (SELECT * FROM %s EXCEPT ALL SELECT * FROM (%s) o) s '
+		'UNION ALL '
+		'SELECT ''only in oracle'', o::text FROM (SELECT * FROM (%s) o EXCEPT ALL SELECT * FROM %s) o '
+		'ORDER BY 1, 2', sink, oracle, oracle, sink);
+END $$;
