@@ -92,7 +92,7 @@ SELECT weir.create_pipeline('s1_asks', 'asks', key => 'k', event_time => 'ts',
 SELECT weir.create_join('s2_join', 'bids_10s', 'asks_10s', left_key => 'k', right_key => 'k',
 	left_event_time => 'window_end', right_event_time => 'window_end',
 	columns => 'l.k, l.window_end AS ts, l.n AS bid_n, r.n AS ask_n, l.total AS bid_total, r.total AS ask_total',
-	sink => 'pairs');
+	sink => 'pairs', late_records => 's2_join_late');
 SELECT weir.create_pipeline('s3_window', 'pairs', key => 'k', event_time => 'ts',
 	windowing => weir.tumbling('1 minute'),
 	aggregates => 'count(*) AS windows, sum(bid_n) AS bids, sum(ask_n) AS asks, sum(bid_total + ask_total) AS total',
@@ -257,7 +257,7 @@ for my $p (@pipelines)
 	cmp_ok(restores_with_state($node, $p), '>=', 1,
 		"pipeline $p restored state from its chunks after a crash");
 }
-for my $t ('s1_bids_late', 's1_asks_late', 's3_window_late')
+for my $t ('s1_bids_late', 's1_asks_late', 's2_join_late', 's3_window_late')
 {
 	is($node->safe_psql('postgres', "SELECT count(*) FROM $t"), '0', "$t is empty");
 }
