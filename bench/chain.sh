@@ -56,7 +56,12 @@
 # windows ending at or before F + 2 minutes.  weir.pipelines must show every
 # record read by both stages, no late record in either (records_late = 0),
 # stage 1's watermark F + 2 minutes.  A failed check prints the figure as
-# `invalid`, and the script exits 1 after printing everything.
+# `invalid`, and the script exits 1 after printing everything.  Except, with
+# BASELINE, on a build without weir.topic_watermark (from before watermarks
+# travelled): its stage 2 takes its watermark from the event times it reads,
+# and a checkpoint's windows reached the topic in no particular order then,
+# so its stage 2 may drop records as late and miss rows; that is reported
+# under `# problems` (late records, rows that differ), not as invalid.
 # It also prints the checkpoints each stage took per run, the least CPU time
 # of each stage's worker and checkpoint writer, and the rows left in
 # weir.topic_watermark when the chain's last run ended (before dropping it).
@@ -236,7 +241,7 @@ stage_cpu() {
 # single_stage) over the whole backlog, checked; the pipelines, their sinks
 # and the intermediate topic dropped afterwards.
 weir_run() {
-	local kind=$1 run=$2 s1="s1_$1_$2" s2="s2_$1_$2" res errf="$DIR/psql.err" create wait mid_rows diff late travels
+	local kind=$1 run=$2 s1="s1_$1_$2" s2="s2_$1_$2" res errf="$DIR/psql.err" create wait mid_rows diff late travels noted=""
 	local -a f
 
 	progress "$kind, run $run of $RUNS"
@@ -311,6 +316,7 @@ EOF
 			# stage 2 finds records late and drops them.  Reported, not counted
 			# as invalid: the build cannot do otherwise with this definition.
 			problem "$kind run $run (a build without weir.topic_watermark): stage 2 dropped $late late records; its table and the GROUP BY over ev differ: rows only in the table, only in the GROUP BY: $diff"
+			noted=1
 		fi
 		stage_cpu "$kind.stage2" "$s2"
 		# weir.topic_watermark: none before the chains kept event time
@@ -323,7 +329,7 @@ EOF
 	progress "  checkpoints: stage 1 $(q "SELECT count(*) FROM bench_ckpt WHERE kind = '$kind.stage1' AND run = $run")${mid_rows:+, stage 2 $(q "SELECT count(*) FROM bench_ckpt WHERE kind = '$kind.stage2' AND run = $run")}"
 	if [ -n "$BAD" ]; then
 		invalid "$kind" "run $run: $BAD"
-	else
+	elif [ -z "$noted" ]; then
 		progress "  checked: the final table = GROUP BY over ev, nothing late"
 	fi
 	record "$kind" "$SECS"
