@@ -13,7 +13,7 @@
 # bench/lib.sh, the helpers the pipeline benches share.
 #
 # BASELINE=<git rev> (scripts that set BENCH_WITH_BASELINE=1 before sourcing
-# this: window, join, dedup, last_value; the others ignore it): a second
+# this: window, join, dedup, last_value, chain; the others ignore it): a second
 # build to compare with, run side by side in the same invocation.  The
 # weir of that revision of the checkout (git archive, never touching the
 # working tree) is built and installed into a relocated copy of the
