@@ -175,3 +175,16 @@ weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows,
 	pfree(ssup);
 	return rows;
 }
+
+/*
+ * Row numbers 0 .. nrows - 1 in the order of two int64 (timestamptz)
+ * columns, the first then the second: a window's rows by end, then start.
+ */
+int *
+weir_sink_time_order(Datum *first, Datum *second, int nrows)
+{
+	Datum	   *keys[2] = {first, second};
+	bool		int32key[2] = {false, false};
+
+	return int_order(keys, nrows, 2, int32key);
+}

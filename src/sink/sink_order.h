@@ -17,5 +17,6 @@
 
 extern int *weir_sink_key_order(WeirPlan *plan, Datum **values, int nrows,
 								const int *keycol, int nkeys);
+extern int *weir_sink_time_order(Datum *first, Datum *second, int nrows);
 
 #endif							/* WEIR_SINK_ORDER_H */

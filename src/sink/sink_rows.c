@@ -25,6 +25,7 @@
 #include "base/dead_letter.h"
 #include "definition/aggregate.h"
 #include "definition/key_image.h"
+#include "sink/sink_order.h"
 #include "sink/sink_rows.h"
 
 void
@@ -126,27 +127,6 @@ weir_sink_rows_add(WeirSinkRows *s, const char *key, TimestampTz start, Timestam
 	}
 }
 
-/* A row's place in the order of window end, then start, then arrival. */
-typedef struct RowTime
-{
-	TimestampTz end;
-	TimestampTz start;
-	int			row;
-} RowTime;
-
-static int
-row_time_cmp(const void *a, const void *b)
-{
-	const RowTime *x = a;
-	const RowTime *y = b;
-
-	if (x->end != y->end)
-		return x->end < y->end ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->row < y->row ? -1 : (x->row > y->row ? 1 : 0);
-}
-
 /*
  * Put the rows in order of window end, then start (a window's rows go to a
  * topic so: its readers see a checkpoint's windows as they closed).
@@ -156,20 +136,14 @@ weir_sink_rows_sort_by_time(WeirSinkRows *s)
 {
 	int			n = s->ncols > 0 ? s->cols[0].n : 0;
 	int			startcol = s->plan->nkeys;
-	RowTime    *order;
+	int		   *order;
 	Datum	   *values;
 	bool	   *nulls;
 
 	if (n < 2)
 		return;
-	order = palloc_extended(sizeof(RowTime) * n, MCXT_ALLOC_HUGE);
-	for (int r = 0; r < n; r++)
-	{
-		order[r].start = DatumGetTimestampTz(s->cols[startcol].values[r]);
-		order[r].end = DatumGetTimestampTz(s->cols[startcol + 1].values[r]);
-		order[r].row = r;
-	}
-	qsort(order, n, sizeof(RowTime), row_time_cmp);
+	/* sink_order.c's inlined sort of (end, start, row) items */
+	order = weir_sink_time_order(s->cols[startcol + 1].values, s->cols[startcol].values, n);
 	values = palloc_extended(sizeof(Datum) * n, MCXT_ALLOC_HUGE);
 	nulls = palloc_extended(sizeof(bool) * n, MCXT_ALLOC_HUGE);
 	for (int c = 0; c < s->ncols; c++)
@@ -178,8 +152,8 @@ weir_sink_rows_sort_by_time(WeirSinkRows *s)
 
 		for (int r = 0; r < n; r++)
 		{
-			values[r] = col->values[order[r].row];
-			nulls[r] = col->nulls[order[r].row];
+			values[r] = col->values[order[r]];
+			nulls[r] = col->nulls[order[r]];
 		}
 		memcpy(col->values, values, sizeof(Datum) * n);
 		memcpy(col->nulls, nulls, sizeof(bool) * n);
