@@ -682,6 +682,18 @@ CREATE FUNCTION weir._scan_count_partitions(topic regclass, after bigint, upto b
 RETURNS bigint
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_scan_count_partitions';
 
+-- Internal, for tests of weir's logical decoding output plugin
+-- (src/capture/output_plugin.c, plugin name 'weir'): one message of a slot
+-- decoded through it, shown.  Superusers only: a message holds raw value
+-- images, which only this server's plugin writes.
+CREATE FUNCTION weir._capture_change(data bytea,
+	OUT kind text, OUT relid regclass, OUT relids regclass[], OUT lsn pg_lsn,
+	OUT end_lsn pg_lsn, OUT commit_ts timestamptz, OUT xid xid,
+	OUT new_row text, OUT old_row text, OUT unchanged text[])
+RETURNS record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_capture_change';
+REVOKE ALL ON FUNCTION weir._capture_change(bytea) FROM PUBLIC;
+
 CREATE FUNCTION weir.live_state(
 	pipeline text,
 	OUT key text,
