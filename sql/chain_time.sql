@@ -57,6 +57,18 @@ SELECT count(*) AS missing_or_different FROM (
   (SELECT k, window_start, n FROM ct_counts
    EXCEPT SELECT k, date_bin('10 seconds', ts, '1970-01-01'), count(*) FROM ct_pairs GROUP BY 1, 2)) x;
 
+-- a stopped upstream holds the window, and weir.pipelines says so once
+-- records keep arriving (the view's clock moved a minute on, as if the stall
+-- had lasted that long)
+SELECT weir.stop('ct_j');
+SELECT wait_for_pipeline('ct_j', 'worker_pid IS NULL') AS stopped;
+INSERT INTO ct_pairs (k, ts) VALUES (9, '2026-01-01 00:30:00');
+SELECT weir.checkpoint('ct_w') > 0 AS checkpointed;
+SET weir.clock_offset = 60;
+SELECT regexp_replace(state_warning, 'since \S+ \S+ while', 'since <time> while') AS state_warning
+  FROM weir.pipelines WHERE name = 'ct_w';
+RESET weir.clock_offset;
+
 -- weir.checkpoint() over a chain: one call waits until everything committed
 -- before it has gone through every stage, upstream first
 SELECT weir.create_topic('ct_src', 'k int, v int, ts timestamptz', partitions => 2, key => 'k');

@@ -188,6 +188,8 @@ typedef struct WeirPipelineSlot
 	Oid			holder_source;	/* the topic of that partition */
 	TimestampTz holder_data_at; /* when that partition last had data */
 	bool		holder_has_time;	/* whether it has shown an event time */
+	bool		holder_chained; /* its time is its writers' published watermark */
+	TimestampTz holder_moved_at;	/* chained: when that last moved */
 	TimestampTz latest_data_at; /* when any partition last had data */
 	bool		has_idle_timeout;
 	bool		restart_now;	/* the worker exits to restore and go on:

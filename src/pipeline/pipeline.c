@@ -772,6 +772,8 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		Oid			holder_source;
 		TimestampTz holder_data_at;
 		bool		holder_has_time;
+		bool		holder_chained;
+		TimestampTz holder_moved_at;
 		TimestampTz latest_data_at;
 		bool		has_idle_timeout;
 
@@ -790,6 +792,8 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		holder_source = p->holder_source;
 		holder_data_at = p->holder_data_at;
 		holder_has_time = p->holder_has_time;
+		holder_chained = p->holder_chained;
+		holder_moved_at = p->holder_moved_at;
 		latest_data_at = p->latest_data_at;
 		has_idle_timeout = p->has_idle_timeout;
 		SpinLockRelease(&p->mutex);
@@ -823,8 +827,26 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		 * partition has been silent for a while, others had data after it,
 		 * and it holds the watermark back.
 		 */
-		if (holder >= 0 && latest_data_at > holder_data_at &&
-			weir_clock_now() - holder_data_at > WATERMARK_STALL_USECS)
+		if (holder >= 0 && holder_chained)
+		{
+			/*
+			 * A topic that pipelines write: its time is theirs, and a
+			 * stopped or lagging writer holds this pipeline while records
+			 * arrive (topic_watermark.c).
+			 */
+			if (latest_data_at > holder_moved_at &&
+				weir_clock_now() - holder_moved_at > WATERMARK_STALL_USECS)
+			{
+				char	   *topic = get_rel_name(holder_source);
+
+				values[13] = CStringGetTextDatum(psprintf("watermark stalled: the pipelines writing %s have not moved their watermark for its partition %d since %s while records arrive (see weir.topic_watermark); a stopped or lagging upstream pipeline holds this one, and state waiting for the watermark stays, and grows while records arrive",
+														  topic ? quote_identifier(topic) : "?",
+														  holder, timestamptz_to_str(holder_moved_at)));
+				nulls[13] = false;
+			}
+		}
+		else if (holder >= 0 && latest_data_at > holder_data_at &&
+				 weir_clock_now() - holder_data_at > WATERMARK_STALL_USECS)
 		{
 			char	   *topic = get_rel_name(holder_source);
 

@@ -342,6 +342,8 @@ apply_group(WeirReading *rd, void *arg)
 static void
 take_published_watermarks(WeirWorker *w, TimestampTz now)
 {
+	TimestampTz *before = palloc(sizeof(TimestampTz) * w->in.partitions);
+
 	for (int s = 0; s < w->in.nsides; s++)
 	{
 		WeirSide   *side = &w->in.sides[s];
@@ -352,9 +354,20 @@ take_published_watermarks(WeirWorker *w, TimestampTz now)
 			now - side->chain_checked_at < CHAIN_RECHECK_USECS)
 			continue;
 		side->chain_checked_at = now;
+		memcpy(before, &w->in.max_event_time[side->first],
+			   sizeof(TimestampTz) * side->src->partitions);
 		side->chained = side->src->ops->watermarks(side->src, &w->in.pos[side->first],
 												   &w->in.max_event_time[side->first]);
+		/* for weir.pipelines: since when a partition's writers hold it */
+		for (int p = 0; p < side->src->partitions; p++)
+		{
+			int			i = side->first + p;
+
+			if (w->chain_moved_at[i] == 0 || w->in.max_event_time[i] != before[p])
+				w->chain_moved_at[i] = now;
+		}
 	}
+	pfree(before);
 }
 
 /* The pipeline watermark: min over non-idle partitions, never decreasing. */
@@ -410,6 +423,8 @@ publish(WeirWorker *w, int64 lag)
 		w->slot->holder_source = w->in.sides[s].src->relid;
 		w->slot->holder_data_at = w->in.last_data_at[w->watermark_holder];
 		w->slot->holder_has_time = w->in.max_event_time[w->watermark_holder] != DT_NOBEGIN;
+		w->slot->holder_chained = w->in.sides[s].chained;
+		w->slot->holder_moved_at = w->chain_moved_at[w->watermark_holder];
 	}
 	SpinLockRelease(&w->slot->mutex);
 }
@@ -751,6 +766,7 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w->target->sink = weir_sink_table_open(&w->target->row, w->in.plan, w->in.cxt);
 	w->publishes_watermark = w->in.plan->op != WEIR_OP_PROJECTION && env.sink_is_topic;
 	w->watermark_published = DT_NOBEGIN;
+	w->chain_moved_at = palloc0(sizeof(TimestampTz) * w->in.partitions);
 	weir_transaction_end();
 	MemoryContextSwitchTo(w->in.cxt);
 	return w;

@@ -64,6 +64,8 @@ typedef struct WeirWorker
 	bool		publishes_watermark;	/* its sink is a topic that others may
 										 * read (topic_watermark.c) */
 	TimestampTz watermark_published;	/* with the last checkpoint collected */
+	TimestampTz *chain_moved_at;	/* [partitions]: when a chained partition's
+									 * published watermark last moved */
 	bool		applying;		/* records are being applied to state */
 
 	int64		out_of_orderness;	/* us */
