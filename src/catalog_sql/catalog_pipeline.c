@@ -702,3 +702,53 @@ weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts, Datum positio
 					  6, types, values, NULL, SPI_OK_INSERT);
 	weir_catalog_privileged_end(&p);
 }
+
+/*
+ * The pipelines a chain checkpoint goes through, in the order it takes
+ * them: every running pipeline of the database (names NULL), or the ones
+ * named and every running pipeline upstream of them (one whose sink is
+ * their source, and so on); upstream first, by the length of the longest
+ * chain that leads to each.  Names must exist.
+ */
+List *
+weir_catalog_checkpoint_order(ArrayType *names)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirCatalogPrivilege p;
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		values[1] = {PointerGetDatum(names)};
+	char		nulls[1] = {names ? ' ' : 'n'};
+	List	   *result = NIL;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("WITH RECURSIVE "
+					  "edge AS (SELECT u.id AS up, d.id AS down FROM weir.pipeline u "
+					  "  JOIN weir.pipeline d ON u.sink IN (d.source, d.right_source) AND u.id <> d.id), "
+					  "wanted(id, path) AS ("
+					  "  SELECT id, ARRAY[id] FROM weir.pipeline "
+					  "   WHERE $1 IS NULL OR name = ANY ($1) "
+					  "  UNION ALL "
+					  "  SELECT e.up, w.path || e.up FROM wanted w JOIN edge e ON e.down = w.id "
+					  "   WHERE e.up <> ALL (w.path)), "
+					  "depth(id, d, path) AS ("
+					  "  SELECT id, 0, ARRAY[id] FROM weir.pipeline "
+					  "  UNION ALL "
+					  "  SELECT e.down, depth.d + 1, depth.path || e.down FROM depth JOIN edge e ON e.up = depth.id "
+					  "   WHERE e.down <> ALL (depth.path)) "
+					  "SELECT p.name FROM weir.pipeline p "
+					  " JOIN (SELECT id, max(d) AS d FROM depth GROUP BY id) dp ON dp.id = p.id "
+					  "WHERE p.id IN (SELECT id FROM wanted) "
+					  "  AND (p.enabled OR ($1 IS NOT NULL AND p.name = ANY ($1))) "
+					  "ORDER BY dp.d, p.name",
+					  1, types, values, nulls, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		result = lappend(result, pstrdup(name));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	weir_catalog_privileged_end(&p);
+	return result;
+}

@@ -16,6 +16,7 @@
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
+#include "utils/array.h"
 
 /*
  * A pipeline's status: weir.pipeline.status holds weir_pipeline_status_name
@@ -146,5 +147,7 @@ extern void weir_catalog_write_restore(int32 id, int64 checkpoint_id,
 extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
 											Datum positions, Datum errors,
 											Datum records);
+
+extern List *weir_catalog_checkpoint_order(ArrayType *names);
 
 #endif							/* WEIR_CATALOG_PIPELINE_H */

@@ -112,24 +112,6 @@ sink_guard(WeirSink *sink)
 	return t;
 }
 
-/*
- * What a pipeline promises about the event times of the rows it writes
- * later, given its watermark: a window has fired every window ending at or
- * before it (and a topic sink takes no late updates), dedup drops what is
- * below it, but a join still pairs a row that arrives at the watermark
- * with partners up to its bound before it, so any time column of a pair
- * is at least the watermark minus the larger bound.
- */
-static TimestampTz
-published_watermark(const WeirPlan *plan, TimestampTz watermark)
-{
-	if (TIMESTAMP_NOT_FINITE(watermark))
-		return watermark;
-	if (plan->op == WEIR_OP_JOIN)
-		return watermark - Max(plan->right_before, plan->right_after);
-	return watermark;
-}
-
 /* Whether the pipeline is still there (not dropped, or replaced under its id). */
 bool
 weir_checkpoint_pipeline_exists(const WeirPipelineRow *row)
@@ -226,9 +208,8 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 		}
 	}
 	/* the watermark travels with the rows to readers of a topic sink */
-	if (target->plan->op != WEIR_OP_PROJECTION)
-		weir_topic_watermark_publish(row->sink, row->id,
-									 published_watermark(target->plan, h->watermark));
+	if (!TIMESTAMP_NOT_FINITE(h->published))
+		weir_topic_watermark_publish(row->sink, row->id, h->published);
 	written = weir_clock_now();
 	weir_catalog_write_checkpoint(row->id, h->checkpoint_id, h->due, h->watermark,
 								  ms_since(h->due, h->started), ms_since(h->started, h->synced),

@@ -40,6 +40,8 @@ typedef struct WeirPackageHeader
 	TimestampTz started;		/* when the worker stopped to collect */
 	TimestampTz synced;			/* when the worker went on */
 	TimestampTz watermark;
+	TimestampTz published;		/* for readers of its topic sink
+								 * (topic_watermark.c); DT_NOBEGIN: none */
 	int64		records_since;	/* records in since the previous one */
 	int64		bytes;			/* state bytes written */
 	int64		sink_rows;

@@ -399,7 +399,7 @@ join_filter(Node *quals, int side)
 	filter = list_nth(((BoolExpr *) quals)->args, side);
 	if (weir_definition_expr_sides(filter) & ~(1 << side))
 		refuse_stored("a filter refers to the other source");
-	/* the placeholder of a side without filter */
+	/* a side given no filter is stored as the constant true (definition_parse.c): none */
 	if (IsA(filter, Const) && !((Const *) filter)->constisnull &&
 		((Const *) filter)->consttype == BOOLOID &&
 		DatumGetBool(((Const *) filter)->constvalue))

@@ -670,4 +670,5 @@ weir_join_operator_init(WeirOperator *op)
 	op->ops = &join_ops;
 	op->keys = j->keys;
 	op->state = j;
+	op->rows_behind = Max(j->bound[0], j->bound[1]);
 }

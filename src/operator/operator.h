@@ -145,6 +145,14 @@ struct WeirOperator
 	WeirKeyed  *keys;			/* keyed state whose entries a record's key
 								 * is prefetched in; NULL: none */
 	void	   *state;			/* the operator's own */
+
+	/*
+	 * How far below the watermark the event times of the rows it writes
+	 * from now on can be: what readers of a topic sink are promised
+	 * (topic_watermark.c).  0 but for a join, which still pairs an arriving
+	 * row with partners up to its larger bound before it.
+	 */
+	int64		rows_behind;
 };
 
 extern Size weir_operator_entry_state(WeirPlan *plan);

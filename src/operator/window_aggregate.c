@@ -36,6 +36,9 @@ typedef struct WindowOperator
 	WeirWindows *windows;		/* the open windows, over the store */
 	WeirWindowChunks chunks;	/* the windows' checkpoint chunks */
 	int64		fired_since;	/* windows fired since the last checkpoint */
+	int64		close_margin;	/* a window has closed for good when its end
+								 * + this is at or below the watermark
+								 * (weir_window_margin) */
 } WindowOperator;
 
 /* One row's arguments into a window's aggregate states. */
@@ -84,7 +87,7 @@ window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 		WeirEntry *win;
 		bool		created;
 
-		if (end + weir_window_margin(&plan->windowing, op->env.lateness) <= watermark)
+		if (end + wo->close_margin <= watermark)
 			continue;			/* this window has closed for good */
 		win = weir_window_lookup_hashed(wo->windows, starts[s], end, r->key, r->keylen,
 										r->keyhash, &created);
@@ -151,7 +154,7 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 	WeirWindowChunkBuilder chunks;	/* the windows that changed, or all */
 	WeirColumn *rkeys;			/* sink rows to retract: key columns */
 	WeirColumn **retract;
-	int64		close_margin = weir_window_margin(&plan->windowing, op->env.lateness);
+	int64		close_margin = wo->close_margin;
 
 	/* the rows of windows that left memory are there already */
 	for (int emitted = 0; emitted < 2; emitted++)
@@ -313,9 +316,7 @@ window_restore(WeirOperator *op, int32 pipeline_id, TimestampTz watermark, int64
 
 	*owes_rows = false;
 	return weir_window_chunks_restore(&wo->chunks, pipeline_id, watermark,
-									  weir_window_margin(&op->env.plan->windowing,
-														 op->env.lateness),
-									  restore_window, op, bytes);
+									  wo->close_margin, restore_window, op, bytes);
 }
 
 /*
@@ -358,5 +359,6 @@ weir_window_operator_init(WeirOperator *op)
 	op->ops = &window_ops;
 	op->keys = NULL;
 	wo->windows = weir_windows_create(op->env.store, op->env.plan, op->env.cxt);
+	wo->close_margin = weir_window_margin(&op->env.plan->windowing, op->env.lateness);
 	op->state = wo;
 }

@@ -146,6 +146,8 @@ weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackag
 	h->due = due;
 	h->started = started;
 	h->watermark = w->watermark;
+	h->published = w->publishes_watermark && !TIMESTAMP_NOT_FINITE(w->watermark) ?
+		w->watermark - w->op->rows_behind : DT_NOBEGIN;
 	w->watermark_published = w->watermark;
 	h->records_since = w->records_since;
 	h->bytes = n.bytes;

@@ -342,7 +342,7 @@ apply_group(WeirReading *rd, void *arg)
 static void
 take_published_watermarks(WeirWorker *w, TimestampTz now)
 {
-	TimestampTz *before = palloc(sizeof(TimestampTz) * w->in.partitions);
+	TimestampTz *before = w->chain_before;
 
 	for (int s = 0; s < w->in.nsides; s++)
 	{
@@ -367,7 +367,6 @@ take_published_watermarks(WeirWorker *w, TimestampTz now)
 				w->chain_moved_at[i] = now;
 		}
 	}
-	pfree(before);
 }
 
 /* The pipeline watermark: min over non-idle partitions, never decreasing. */
@@ -764,9 +763,11 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w->target->plan = w->in.plan;
 	w->target->slot = slot;
 	w->target->sink = weir_sink_table_open(&w->target->row, w->in.plan, w->in.cxt);
-	w->publishes_watermark = w->in.plan->op != WEIR_OP_PROJECTION && env.sink_is_topic;
+	/* a projection has no watermark: it never has one to publish */
+	w->publishes_watermark = env.sink_is_topic;
 	w->watermark_published = DT_NOBEGIN;
 	w->chain_moved_at = palloc0(sizeof(TimestampTz) * w->in.partitions);
+	w->chain_before = palloc(sizeof(TimestampTz) * w->in.partitions);
 	weir_transaction_end();
 	MemoryContextSwitchTo(w->in.cxt);
 	return w;

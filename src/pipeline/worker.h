@@ -66,6 +66,8 @@ typedef struct WeirWorker
 	TimestampTz watermark_published;	/* with the last checkpoint collected */
 	TimestampTz *chain_moved_at;	/* [partitions]: when a chained partition's
 									 * published watermark last moved */
+	TimestampTz *chain_before;	/* [partitions]: scratch, the times before
+								 * asking */
 	bool		applying;		/* records are being applied to state */
 
 	int64		out_of_orderness;	/* us */
