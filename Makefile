@@ -58,6 +58,15 @@ OBJS = \
 	src/state/row_arena.o \
 	src/catalog_sql/catalog_chunk.o \
 	src/capture/output_plugin.o \
+	src/capture/capture_catalog.o \
+	src/capture/capture_define.o \
+	src/capture/capture_shmem.o \
+	src/capture/capture_writer.o \
+	src/capture/capture_apply.o \
+	src/capture/local_decoder.o \
+	src/capture/capture_worker.o \
+	src/capture/remote_define.o \
+	src/capture/remote_capture.o \
 	src/capture/change_read.o
 
 EXTENSION = weir

@@ -240,6 +240,7 @@ BEGIN
 		   AND d.object_type = 'table'
 	LOOP
 		PERFORM weir._forget_topic(dropped);
+		PERFORM weir._forget_captured_table(dropped);
 	END LOOP;
 END
 $$;
@@ -731,3 +732,152 @@ CREATE POLICY owner_reads ON weir.dead_letters FOR SELECT
 						  JOIN pg_catalog.pg_class d ON d.oid = p.definition
 						 WHERE p.id = pipeline_id), 'USAGE'));
 GRANT SELECT ON weir.dead_letters, weir.pipeline_chunk TO PUBLIC;
+
+------------------------------------------------------------------------------
+-- Captures: changes of ordinary tables, decoded from the WAL through one
+-- logical replication slot per capture (weir's own output plugin, or
+-- pgoutput on a remote server), appended to one topic per captured table.
+-- The topic rows and the capture's position commit together
+-- (src/capture/).
+------------------------------------------------------------------------------
+
+CREATE TABLE weir.capture (
+	id				integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	name			text NOT NULL UNIQUE,
+	owner			oid NOT NULL,			-- its topics' owner; acts as it
+	slot_name		name NOT NULL UNIQUE,	-- here, or on the remote server
+	publication		name,					-- remote: the publication there
+	-- the end of the last transaction whose changes are in the topics: a
+	-- restart skips transactions that end at or before it
+	position		pg_lsn NOT NULL DEFAULT '0/0',
+	position_time	timestamptz,			-- that transaction's commit time
+	enabled			boolean NOT NULL DEFAULT true,
+	status			text NOT NULL DEFAULT 'starting'
+					CHECK (status IN ('starting', 'running', 'failed', 'slot_invalidated',
+									  'stopped')),
+	last_error		text,
+	created_at		timestamptz NOT NULL DEFAULT now(),
+	CHECK (name <> '')
+);
+
+-- A remote capture's connection string: never shown (it may hold a
+-- password); read only by weir's functions, as weir's owner.
+CREATE TABLE weir.capture_connection (
+	capture_id		integer PRIMARY KEY REFERENCES weir.capture ON DELETE CASCADE,
+	conninfo		text NOT NULL
+);
+
+-- One row per captured table and its topic.  `columns` are the table's
+-- columns the topic carries, in the topic's order (after part, pos and the
+-- four change columns); `attnums` their numbers in the local table (NULL
+-- for a remote table, matched by name).  `key_columns` choose the
+-- partition: the replica identity's columns (empty: every change goes to
+-- partition 0).
+CREATE TABLE weir.capture_table (
+	capture_id		integer NOT NULL REFERENCES weir.capture ON DELETE CASCADE,
+	relid			oid,					-- local: the captured table
+	remote_table	text,					-- remote: its qualified name there
+	topic			oid NOT NULL UNIQUE,	-- the topic's relid
+	columns			name[] NOT NULL,
+	attnums			int2[],
+	key_columns		name[] NOT NULL,
+	full_identity	boolean NOT NULL,		-- REPLICA IDENTITY FULL at creation
+	dropped_at		timestamptz,			-- when the captured table was dropped
+	PRIMARY KEY (capture_id, topic),
+	CHECK ((relid IS NULL) <> (remote_table IS NULL))
+);
+
+GRANT SELECT ON weir.capture, weir.capture_table TO PUBLIC;
+
+CREATE FUNCTION weir.create_capture(
+	name text,
+	tables regclass[] DEFAULT NULL,
+	publication text DEFAULT NULL,
+	topic_schema text DEFAULT NULL,
+	partitions integer DEFAULT 4,
+	retention interval DEFAULT NULL,
+	conninfo text DEFAULT NULL,
+	remote_tables text[] DEFAULT NULL,
+	start boolean DEFAULT true)
+RETURNS integer
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE
+	AS 'MODULE_PATHNAME', 'weir_create_capture';
+COMMENT ON FUNCTION weir.create_capture(text, regclass[], text, text, integer, interval, text, text[], boolean) IS
+	'capture the changes of tables (named, or those of a publication) into one topic each, <capture>_<table>, exactly once; conninfo: from another server through a publication there; returns the capture id';
+
+CREATE FUNCTION weir.drop_capture(name text) RETURNS void
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_drop_capture';
+COMMENT ON FUNCTION weir.drop_capture(text) IS
+	'drop a capture and its replication slot (its topics stay: drop them with weir.drop_topic)';
+
+CREATE FUNCTION weir.start_capture(name text) RETURNS void
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_start_capture';
+CREATE FUNCTION weir.stop_capture(name text) RETURNS void
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_stop_capture';
+COMMENT ON FUNCTION weir.stop_capture(text) IS
+	'stop a capture''s worker (its slot stays, and holds WAL from its position on)';
+
+CREATE FUNCTION weir._capture_state(
+	OUT capture_id integer,
+	OUT worker_pid integer,
+	OUT received_lsn pg_lsn,
+	OUT caught_up boolean,
+	OUT caught_up_at timestamptz,
+	OUT changes bigint,
+	OUT transactions bigint,
+	OUT connects bigint,
+	OUT next_connect_at timestamptz)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_capture_state';
+
+CREATE VIEW weir.captures AS
+	SELECT c.name, c.owner::regrole AS owner,
+		   CASE WHEN c.publication IS NULL THEN 'local' ELSE 'remote' END AS kind,
+		   -- a worker sets 'running' once it holds its slot; without one
+		   -- (between restarts) an enabled capture is starting
+		   CASE WHEN s.worker_pid IS NULL AND c.enabled AND c.status = 'running'
+				THEN 'starting' ELSE c.status END AS status,
+		   s.worker_pid,
+		   (SELECT array_agg(coalesce(t.relid::regclass::text, t.remote_table) ORDER BY t.topic)
+			  FROM weir.capture_table t WHERE t.capture_id = c.id) AS tables,
+		   (SELECT array_agg(t.topic::regclass ORDER BY t.topic)
+			  FROM weir.capture_table t WHERE t.capture_id = c.id) AS topics,
+		   c.slot_name,
+		   c.publication,
+		   c.position,
+		   c.position_time,
+		   -- local: behind the WAL written here; remote: behind what the
+		   -- remote server has sent
+		   CASE WHEN c.publication IS NULL
+				THEN pg_wal_lsn_diff(pg_current_wal_lsn(),
+									 greatest(c.position, r.confirmed_flush_lsn,
+											  CASE WHEN s.caught_up THEN s.received_lsn END))
+				ELSE pg_wal_lsn_diff(s.received_lsn, c.position) END::bigint AS lag_bytes,
+		   CASE WHEN s.caught_up THEN 0::float8
+				WHEN c.position_time IS NULL THEN NULL
+				ELSE extract(epoch FROM now() - c.position_time)::float8 END AS lag_seconds,
+		   pg_wal_lsn_diff(pg_current_wal_lsn(), r.restart_lsn)::bigint AS wal_retained_bytes,
+		   r.wal_status,
+		   s.changes, s.transactions,
+		   s.connects,
+		   s.next_connect_at,
+		   nullif(concat_ws('; ',
+				(SELECT 'captured table ' || coalesce(t.relid::text, t.remote_table) ||
+						' was dropped at ' || t.dropped_at
+				   FROM weir.capture_table t
+				  WHERE t.capture_id = c.id AND t.dropped_at IS NOT NULL
+				  ORDER BY t.dropped_at LIMIT 1)), '') AS warning,
+		   c.last_error,
+		   c.created_at
+	  FROM weir.capture c
+	  LEFT JOIN weir._capture_state() s ON s.capture_id = c.id
+	  LEFT JOIN pg_catalog.pg_replication_slots r
+			 ON r.slot_name = c.slot_name AND c.publication IS NULL;
+COMMENT ON VIEW weir.captures IS
+	'one row per capture: status, worker, tables and topics, position, lag in bytes and seconds, WAL its slot retains, last error';
+GRANT SELECT ON weir.captures TO PUBLIC;
+
+-- The sql_drop trigger notes captured tables that are dropped.
+CREATE FUNCTION weir._forget_captured_table(relid oid) RETURNS void
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_forget_captured_table';
+REVOKE ALL ON FUNCTION weir._forget_captured_table(oid) FROM PUBLIC;

@@ -23,6 +23,7 @@
 
 #include "base/settings.h"
 #include "base/shmem.h"
+#include "capture/capture_shmem.h"
 #include "pipeline/launcher.h"
 #include "weir.h"
 
@@ -42,6 +43,7 @@ _PG_init(void)
 	weir_settings_define();
 	weir_preloaded = true;
 	weir_shmem_install_hooks();
+	weir_capture_shmem_install_hooks();
 	weir_launcher_register();
 }
 

@@ -28,6 +28,7 @@ bool		weir_preloaded = false;
 char	   *weir_database = NULL;
 int			weir_max_partitions = 1024;
 int			weir_max_pipelines = 32;
+int			weir_max_captures = 8;
 int			weir_default_max_state_memory = 1024 * 1024;	/* kB */
 int			weir_launcher_naptime = 1000;
 int			weir_retention_batch_size = 10000;
@@ -75,6 +76,15 @@ weir_settings_define(void)
 							"Each running pipeline takes one background worker too: raise max_worker_processes with it.",
 							&weir_max_pipelines,
 							32, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.max_captures",
+							"Maximum number of captures running at once, over all databases.",
+							"Each running capture takes one background worker and one replication slot: raise max_worker_processes and max_replication_slots with it.",
+							&weir_max_captures,
+							8, 1, 1000,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);

@@ -20,6 +20,7 @@ extern bool weir_preloaded;
 extern char *weir_database;
 extern int	weir_max_partitions;
 extern int	weir_max_pipelines;
+extern int	weir_max_captures;
 extern int	weir_default_max_state_memory;	/* kB */
 extern int	weir_launcher_naptime;		/* ms */
 extern int	weir_retention_batch_size;	/* rows per delete transaction */

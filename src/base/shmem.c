@@ -29,6 +29,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "datatype/timestamp.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -553,4 +554,28 @@ weir_shmem_helpers_should_yield(void)
 	yield = sh->writers_yield;
 	LWLockRelease(sh->lock);
 	return yield;
+}
+
+static bool wake_registered = false;
+static bool wake_at_commit = false;
+
+static void
+wake_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && wake_at_commit)
+		weir_shmem_wake_launcher();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+		wake_at_commit = false;
+}
+
+/* The launcher acts on catalog changes once they are committed. */
+void
+weir_shmem_wake_launcher_at_commit(void)
+{
+	if (!wake_registered)
+	{
+		RegisterXactCallback(wake_callback, NULL);
+		wake_registered = true;
+	}
+	wake_at_commit = true;
 }

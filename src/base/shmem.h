@@ -236,6 +236,7 @@ extern void weir_shmem_install_hooks(void);
 extern WeirShmem *weir_shmem(void);
 extern WeirPartitionSlot *weir_shmem_slot(int slotno);
 extern void weir_shmem_wake_launcher(void);
+extern void weir_shmem_wake_launcher_at_commit(void);
 extern WeirPipelineSlot *weir_shmem_pipeline(int32 pipeline_id, bool claim);
 extern WeirPipelineSlot *weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid);
 extern void weir_shmem_release_pipeline(WeirPipelineSlot *slot);

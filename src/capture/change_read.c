@@ -348,3 +348,44 @@ weir_capture_change(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(result_desc, values, nulls)));
 }
+
+/*
+ * A tuple of a message as the values of a capture's columns: column i is
+ * the table's attribute attnums[i], held in a topic column like atts[i].
+ * An attribute the message does not have (added since), or null, or of a
+ * dropped column, is null; *unchanged marks the TOASTed values an update did
+ * not carry (null too).  An attribute whose type is not the topic column's
+ * is an error: the table changed in a way its topic cannot follow.
+ */
+void
+weir_change_columns(const WeirChangeTuple *tuple, int ncolumns, const int16 *attnums,
+					Form_pg_attribute *atts, const char *table,
+					Datum *values, bool *nulls, bool *unchanged)
+{
+	for (int i = 0; i < ncolumns; i++)
+	{
+		int			k = attnums[i] - 1;
+		const WeirChangeAtt *a = (k >= 0 && k < tuple->natts) ? &tuple->atts[k] : NULL;
+
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+		unchanged[i] = false;
+		if (a == NULL || a->flag == WEIR_ATT_NULL)
+			continue;
+		if (a->typid != atts[i]->atttypid)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("column \"%s\" of captured table \"%s\" changed type",
+							NameStr(atts[i]->attname), table),
+					 errdetail("A change holds a value of type %s; its topic's column is of type %s.",
+							   format_type_be(a->typid), format_type_be(atts[i]->atttypid)),
+					 errhint("A capture cannot follow a change of a column's type: drop the capture and create it again.")));
+		if (a->flag == WEIR_ATT_UNCHANGED)
+		{
+			unchanged[i] = true;
+			continue;
+		}
+		values[i] = image_datum(atts[i], a);
+		nulls[i] = false;
+	}
+}

@@ -55,5 +55,9 @@ typedef struct WeirChange
 extern void weir_change_read(const char *data, int len, WeirChange *change);
 extern void weir_change_datums(const WeirChangeTuple *tuple, TupleDesc desc,
 							   Datum *values, bool *nulls, bool *unchanged);
+extern void weir_change_columns(const WeirChangeTuple *tuple, int ncolumns,
+								const int16 *attnums, Form_pg_attribute *atts,
+								const char *table, Datum *values, bool *nulls,
+								bool *unchanged);
 
 #endif							/* WEIR_CHANGE_READ_H */

@@ -42,6 +42,7 @@ typedef struct WeirPluginState
 	MemoryContext cxt;			/* reset after each message */
 	Oid		   *tables;			/* the captured tables, sorted */
 	int			ntables;
+	bool		begin_sent;		/* this transaction's begin is written */
 } WeirPluginState;
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
@@ -124,27 +125,48 @@ weir_decode_shutdown(LogicalDecodingContext *ctx)
 	MemoryContextDelete(st->cxt);
 }
 
+/*
+ * A transaction's begin is written before its first captured change, and
+ * its commit only after one: transactions that touched no captured table
+ * make no messages (a capture still moves past them, capture_worker.c).
+ */
 static void
 weir_decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 {
-	OutputPluginPrepareWrite(ctx, true);
+	WeirPluginState *st = ctx->output_plugin_private;
+
+	st->begin_sent = false;
+}
+
+static void
+send_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	WeirPluginState *st = ctx->output_plugin_private;
+
+	OutputPluginPrepareWrite(ctx, false);
 	pq_sendbyte(ctx->out, WEIR_CHANGE_BEGIN);
 	pq_sendint64(ctx->out, txn->final_lsn);
 	pq_sendint64(ctx->out, txn->end_lsn);
 	pq_sendint64(ctx->out, txn->xact_time.commit_time);
 	pq_sendint32(ctx->out, txn->xid);
-	OutputPluginWrite(ctx, true);
+	OutputPluginWrite(ctx, false);
+	st->begin_sent = true;
 }
 
 static void
 weir_decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_lsn)
 {
+	WeirPluginState *st = ctx->output_plugin_private;
+
+	if (!st->begin_sent)
+		return;
 	OutputPluginPrepareWrite(ctx, true);
 	pq_sendbyte(ctx->out, WEIR_CHANGE_COMMIT);
 	pq_sendint64(ctx->out, commit_lsn);
 	pq_sendint64(ctx->out, txn->end_lsn);
 	pq_sendint64(ctx->out, txn->xact_time.commit_time);
 	OutputPluginWrite(ctx, true);
+	st->begin_sent = false;
 }
 
 /* One attribute's value: its image as a tuple holds it, never TOASTed. */
@@ -202,7 +224,7 @@ write_tuple(StringInfo out, TupleDesc desc, ReorderBufferTupleBuf *buf)
 		Datum		value;
 
 		pq_sendint32(out, att->atttypid);
-		if (att->attisdropped || att->attgenerated)
+		if (att->attisdropped)
 		{
 			pq_sendbyte(out, WEIR_ATT_NULL);
 			continue;
@@ -246,6 +268,8 @@ weir_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			return;				/* nothing else reaches a change callback */
 	}
 	old = MemoryContextSwitchTo(st->cxt);
+	if (!st->begin_sent)
+		send_begin(ctx, txn);
 	OutputPluginPrepareWrite(ctx, true);
 	pq_sendbyte(ctx->out, kind);
 	pq_sendint32(ctx->out, RelationGetRelid(relation));
@@ -273,6 +297,8 @@ weir_decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, int nre
 		flags |= WEIR_TRUNCATE_CASCADE;
 	if (change->data.truncate.restart_seqs)
 		flags |= WEIR_TRUNCATE_RESTART_IDENTITY;
+	if (!st->begin_sent)
+		send_begin(ctx, txn);
 	OutputPluginPrepareWrite(ctx, true);
 	pq_sendbyte(ctx->out, WEIR_CHANGE_TRUNCATE);
 	pq_sendint32(ctx->out, n);

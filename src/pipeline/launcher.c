@@ -26,6 +26,7 @@
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "replication/slot.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -39,6 +40,8 @@
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "base/transaction.h"
+#include "capture/capture_catalog.h"
+#include "capture/local_decoder.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "pipeline/launcher.h"
@@ -155,10 +158,17 @@ retention_round(MemoryContext round_cxt)
 	}
 }
 
-/* What the launcher knows of one pipeline's worker */
+/* What the launcher knows of one pipeline's or capture's worker */
+typedef enum ManagedKind
+{
+	MANAGED_PIPELINE,
+	MANAGED_CAPTURE
+} ManagedKind;
+
 typedef struct Managed
 {
-	int32		pipeline_id;
+	ManagedKind kind;
+	int32		pipeline_id;	/* or the capture's id */
 	BackgroundWorkerHandle *handle; /* NULL: not running */
 	TimestampTz started_at;
 	TimestampTz next_start;		/* back-off after failures */
@@ -170,14 +180,15 @@ static Managed *managed = NULL;
 static int	nmanaged = 0;
 
 static Managed *
-managed_entry(int32 id)
+managed_entry(ManagedKind kind, int32 id)
 {
 	for (int i = 0; i < nmanaged; i++)
-		if (managed[i].pipeline_id == id)
+		if (managed[i].kind == kind && managed[i].pipeline_id == id)
 			return &managed[i];
 	managed = managed ? repalloc(managed, sizeof(Managed) * (nmanaged + 1)) :
 		MemoryContextAlloc(TopMemoryContext, sizeof(Managed));
 	memset(&managed[nmanaged], 0, sizeof(Managed));
+	managed[nmanaged].kind = kind;
 	managed[nmanaged].pipeline_id = id;
 	return &managed[nmanaged++];
 }
@@ -193,9 +204,18 @@ start_worker(Managed *m, TimestampTz now)
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;	/* the launcher restarts */
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "weir");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "weir_worker_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "weir worker for pipeline %d", m->pipeline_id);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "weir worker");
+	if (m->kind == MANAGED_CAPTURE)
+	{
+		snprintf(worker.bgw_function_name, BGW_MAXLEN, "weir_capture_main");
+		snprintf(worker.bgw_name, BGW_MAXLEN, "weir capture %d", m->pipeline_id);
+		snprintf(worker.bgw_type, BGW_MAXLEN, "weir capture");
+	}
+	else
+	{
+		snprintf(worker.bgw_function_name, BGW_MAXLEN, "weir_worker_main");
+		snprintf(worker.bgw_name, BGW_MAXLEN, "weir worker for pipeline %d", m->pipeline_id);
+		snprintf(worker.bgw_type, BGW_MAXLEN, "weir worker");
+	}
 	worker.bgw_main_arg = Int32GetDatum(m->pipeline_id);
 	memcpy(worker.bgw_extra, &MyDatabaseId, sizeof(Oid));
 	worker.bgw_notify_pid = MyProcPid;
@@ -212,7 +232,8 @@ start_worker(Managed *m, TimestampTz now)
 		m->next_start = now + 5 * USECS_PER_SEC;
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("could not start a worker for weir pipeline %d", m->pipeline_id),
+				 errmsg("could not start a worker for weir %s %d",
+						m->kind == MANAGED_CAPTURE ? "capture" : "pipeline", m->pipeline_id),
 				 errhint("Raise max_worker_processes.")));
 	}
 }
@@ -225,7 +246,7 @@ note_exit(Managed *m, TimestampTz now)
 	 * A worker that moves past a record (skip.c) asks for no back-off.  It
 	 * has given its slot back by now: the request outlives that.
 	 */
-	if (weir_shmem_take_restart_now(m->pipeline_id))
+	if (m->kind == MANAGED_PIPELINE && weir_shmem_take_restart_now(m->pipeline_id))
 	{
 		m->next_start = now;
 		pfree(m->handle);
@@ -240,36 +261,81 @@ note_exit(Managed *m, TimestampTz now)
 	m->handle = NULL;
 }
 
+/*
+ * Drop the slots of this database's captures that no capture owns any
+ * more (dropped, or created by a worker whose capture was then dropped),
+ * unless a process still holds one: a capture's slot never outlives it.
+ */
+static void
+drop_orphan_slots(List *owned)
+{
+	char		prefix[NAMEDATALEN];
+	List	   *orphans = NIL;
+	ListCell   *lc;
+
+	snprintf(prefix, sizeof(prefix), "weir_capture_%u_", MyDatabaseId);
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (int i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *slot = &ReplicationSlotCtl->replication_slots[i];
+		bool		mine = false;
+
+		if (!slot->in_use || slot->active_pid != 0 ||
+			strncmp(NameStr(slot->data.name), prefix, strlen(prefix)) != 0)
+			continue;
+		foreach(lc, owned)
+			if (strcmp(lfirst(lc), NameStr(slot->data.name)) == 0)
+				mine = true;
+		if (!mine)
+			orphans = lappend(orphans, pstrdup(NameStr(slot->data.name)));
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	foreach(lc, orphans)
+	{
+		weir_local_slot_drop(lfirst(lc));
+		ereport(LOG,
+				(errmsg("weir dropped replication slot \"%s\": its capture is gone",
+						(char *) lfirst(lc))));
+	}
+}
+
 static void
 pipelines_round(void)
 {
 	List	   *ids = NIL;
+	List	   *capture_ids = NIL;
+	List	   *slot_names = NIL;
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
+	bool		installed;
 
 	start_transaction("weir: pipelines");
-	if (OidIsValid(get_extension_oid("weir", true)))
+	installed = OidIsValid(get_extension_oid("weir", true));
+	if (installed)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
 		ids = weir_catalog_enabled_pipelines();
+		capture_ids = weir_catalog_enabled_captures();
 		MemoryContextSwitchTo(oldcxt);
+		slot_names = weir_catalog_capture_slot_names();
 	}
 	finish_transaction();
 
 	for (int i = 0; i < nmanaged; i++)
 		managed[i].seen = false;
-	foreach(lc, ids)
-	{
-		Managed    *m = managed_entry(lfirst_int(lc));
-		pid_t		pid;
+	for (int kind = MANAGED_PIPELINE; kind <= MANAGED_CAPTURE; kind++)
+		foreach(lc, kind == MANAGED_PIPELINE ? ids : capture_ids)
+		{
+			Managed    *m = managed_entry(kind, lfirst_int(lc));
+			pid_t		pid;
 
-		m->seen = true;
-		if (m->handle && GetBackgroundWorkerPid(m->handle, &pid) == BGWH_STOPPED)
-			note_exit(m, now);
-		if (m->handle == NULL && now >= m->next_start)
-			start_worker(m, now);
-	}
+			m->seen = true;
+			if (m->handle && GetBackgroundWorkerPid(m->handle, &pid) == BGWH_STOPPED)
+				note_exit(m, now);
+			if (m->handle == NULL && now >= m->next_start)
+				start_worker(m, now);
+		}
 	for (int i = 0; i < nmanaged; i++)
 	{
 		if (managed[i].seen)
@@ -282,7 +348,14 @@ pipelines_round(void)
 		managed[i] = managed[--nmanaged];
 		i--;
 	}
+	if (installed)
+	{
+		start_transaction("weir: dropping the slots of dropped captures");
+		drop_orphan_slots(slot_names);
+		finish_transaction();
+	}
 	list_free(ids);
+	list_free(capture_ids);
 }
 
 void

@@ -57,6 +57,7 @@
 #include "base/sql_args.h"
 #include "catalog_sql/catalog.h"
 #include "topic/partition.h"
+#include "capture/capture_catalog.h"
 #include "topic/topic.h"
 
 static HTAB *topic_cache = NULL;
@@ -635,6 +636,20 @@ topic_row_for_owner(Oid relid)
 	return row;
 }
 
+/* A capture's topic goes after its capture. */
+static void
+refuse_if_captured_into(Oid relid)
+{
+	char	   *capture = weir_catalog_capture_writing(relid);
+
+	if (capture)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop topic \"%s\" because capture \"%s\" writes it",
+						get_rel_name(relid), capture),
+				 errhint("Drop the capture first with weir.drop_capture().")));
+}
+
 /* weir.drop_topic(topic regclass) */
 PG_FUNCTION_INFO_V1(weir_drop_topic);
 Datum
@@ -653,6 +668,7 @@ weir_drop_topic(PG_FUNCTION_ARGS)
 				 errmsg("cannot drop topic \"%s\" because pipeline \"%s\" reads or writes it",
 						get_rel_name(relid), reader),
 				 errhint("Drop the pipeline first with weir.drop_pipeline().")));
+	refuse_if_captured_into(relid);
 	/* the sql_drop event trigger forgets the topic (weir_forget_topic) */
 	weir_catalog_drop_table(relid);
 	PG_RETURN_VOID();
@@ -694,6 +710,7 @@ weir_forget_topic(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 				 errmsg("cannot drop a table that pipeline \"%s\" reads or writes", reader),
 				 errhint("Drop the pipeline first with weir.drop_pipeline().")));
+	refuse_if_captured_into(relid);
 	topic_id = weir_catalog_topic_delete(relid);
 
 	if (topic_id > 0 && weir_preloaded)

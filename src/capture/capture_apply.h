@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture_apply.h
+ *	  Turning a batch of weir's output plugin messages into topic rows
+ *	  (capture_apply.c).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/capture/capture_apply.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_CAPTURE_APPLY_H
+#define WEIR_CAPTURE_APPLY_H
+
+#include "utils/tuplestore.h"
+
+#include "capture/capture_catalog.h"
+
+/* What a batch did */
+typedef struct WeirCaptureProgress
+{
+	XLogRecPtr	position;		/* end of the last transaction written */
+	TimestampTz position_time;	/* its commit time */
+	int64		rows;			/* topic rows written */
+	int64		transactions;	/* transactions written */
+} WeirCaptureProgress;
+
+extern void weir_capture_apply_messages(WeirCaptureRow *capture, Tuplestorestate *messages,
+										WeirCaptureProgress *progress);
+
+#endif							/* WEIR_CAPTURE_APPLY_H */

@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture_define.h
+ *	  Defining captures (capture_define.c, remote_define.c).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/capture/capture_define.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_CAPTURE_DEFINE_H
+#define WEIR_CAPTURE_DEFINE_H
+
+#include "utils/array.h"
+
+/* remote_define.c: a capture of another server's publication */
+extern int32 weir_remote_capture_create(const char *name, const char *publication,
+										const char *conninfo, ArrayType *remote_tables,
+										const char *topic_schema, int32 partitions,
+										Datum retention, bool has_retention);
+
+#endif							/* WEIR_CAPTURE_DEFINE_H */

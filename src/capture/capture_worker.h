@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture_worker.h
+ *	  A capture's background worker (capture_worker.c).
+ *
+ * Copyright (c) 2026, weir developers
+ *
+ * IDENTIFICATION
+ *	  src/capture/capture_worker.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef WEIR_CAPTURE_WORKER_H
+#define WEIR_CAPTURE_WORKER_H
+
+#include "capture/capture_apply.h"
+#include "capture/capture_shmem.h"
+
+extern PGDLLEXPORT void weir_capture_main(Datum main_arg);
+extern void weir_capture_note_progress(WeirCaptureSlot *slot, XLogRecPtr received,
+									   bool caught_up, const WeirCaptureProgress *progress);
+
+#endif							/* WEIR_CAPTURE_WORKER_H */
