@@ -846,6 +846,7 @@ CREATE VIEW weir.captures AS
 		   c.publication,
 		   c.position,
 		   c.position_time,
+		   s.received_lsn,
 		   -- local: behind the WAL written here; remote: behind what the
 		   -- remote server has sent
 		   CASE WHEN c.publication IS NULL

@@ -68,10 +68,10 @@ max_attnum(const WeirCaptureTableRow *t)
 /*
  * A change has attributes past the ones the topic carries: columns added
  * to the table.  Those that still exist are added to the topic, in
- * attribute order; one dropped since carries nothing.  Returns whether the
- * topic changed (the writer must be opened again).
+ * attribute order; one dropped since carries nothing.  The caller has
+ * closed its writer (ALTER TABLE needs the topic unused).
  */
-static bool
+static void
 add_new_columns(WeirCaptureRow *capture, int table, const WeirChangeTuple *tuple)
 {
 	WeirCaptureTableRow *t = &capture->tables[table];
@@ -109,7 +109,6 @@ add_new_columns(WeirCaptureRow *capture, int table, const WeirChangeTuple *tuple
 	}
 	if (changed)
 		weir_catalog_capture_table_columns(capture->id, t);
-	return changed;
 }
 
 typedef struct ApplyState
@@ -152,19 +151,21 @@ apply_change(ApplyState *st, WeirChange *change, XLogRecPtr lsn, TimestampTz com
 	if (table < 0)
 		return;					/* not captured any more */
 	t = &capture->tables[table];
-	if ((change->new_tuple.present && change->new_tuple.natts > max_attnum(t)) ||
-		(change->old_tuple.present && change->old_tuple.natts > max_attnum(t)))
+	if (t->natts_checked < max_attnum(t))
+		t->natts_checked = max_attnum(t);
+	if ((change->new_tuple.present && change->new_tuple.natts > t->natts_checked) ||
+		(change->old_tuple.present && change->old_tuple.natts > t->natts_checked))
 	{
-		if (add_new_columns(capture, table, change->new_tuple.present ?
-							&change->new_tuple : &change->old_tuple))
-		{
-			MemoryContext old = MemoryContextSwitchTo(st->cxt);
+		/* the topic is altered with no scan of it open */
+		MemoryContext old = MemoryContextSwitchTo(st->cxt);
 
-			st->rows += st->writer->rows;
-			weir_capture_writer_end(st->writer);
-			st->writer = weir_capture_writer_begin(capture);
-			MemoryContextSwitchTo(old);
-		}
+		st->rows += st->writer->rows;
+		weir_capture_writer_end(st->writer);
+		add_new_columns(capture, table, change->new_tuple.present ?
+						&change->new_tuple : &change->old_tuple);
+		t->natts_checked = Max(change->new_tuple.natts, change->old_tuple.natts);
+		st->writer = weir_capture_writer_begin(capture);
+		MemoryContextSwitchTo(old);
 	}
 	target = &st->writer->targets[table];
 	ensure_width(st, t->ncolumns);

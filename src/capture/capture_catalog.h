@@ -31,6 +31,9 @@ typedef struct WeirCaptureTableRow
 	char	  **key_columns;	/* choose the partition; none: partition 0 */
 	bool		full_identity;
 	bool		dropped;
+	int			natts_checked;	/* changes with this many attributes or fewer
+								 * need no new topic column (capture_apply.c;
+								 * not stored) */
 } WeirCaptureTableRow;
 
 /* One capture (weir.capture) */

@@ -645,8 +645,7 @@ refuse_if_captured_into(Oid relid)
 	if (capture)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot drop topic \"%s\" because capture \"%s\" writes it",
-						get_rel_name(relid), capture),
+				 errmsg("cannot drop a topic that capture \"%s\" writes", capture),
 				 errhint("Drop the capture first with weir.drop_capture().")));
 }
 
