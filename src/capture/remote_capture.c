@@ -551,9 +551,13 @@ ensure_remote_slot(RemoteState *st)
 
 	sql = psprintf("SELECT plugin FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
 				   quote_literal_cstr(capture->slot_name));
+	/* walrcv_exec builds its result's tuple descriptor from the catalogs */
+	weir_transaction_begin();
 	res = weir_remote_query(st->conn, sql, 1, capture->name);
 	exists = tuplestore_tuple_count(res->tuplestore) > 0;
 	walrcv_clear_result(res);
+	weir_transaction_end();
+	MemoryContextSwitchTo(st->cxt);
 	if (exists)
 		return;
 	pgstat_report_activity(STATE_RUNNING, "weir: creating the capture's remote replication slot");
@@ -583,10 +587,10 @@ weir_remote_capture_run(WeirCaptureRow *capture, WeirCaptureSlot *slot)
 	MemoryContextSwitchTo(st.cxt);
 	st.capture = capture;
 	st.slot = slot;
+	weir_transaction_begin();
+	MemoryContextSwitchTo(st.cxt);
 	st.desc = CreateTemplateTupleDesc(1);
 	TupleDescInitEntry(st.desc, 1, "message", BYTEAOID, -1, 0);
-
-	weir_transaction_begin();
 	conninfo = weir_catalog_capture_conninfo(capture->id);
 	conninfo = conninfo ? MemoryContextStrdup(st.cxt, conninfo) : NULL;
 	weir_transaction_end();
