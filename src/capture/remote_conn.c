@@ -27,6 +27,7 @@
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
 #include "capture/remote_conn.h"
@@ -51,11 +52,30 @@ safe_error(const char *err)
 WalReceiverConn *
 weir_remote_connect(const char *conninfo, const char *appname, const char *capture)
 {
-	WalReceiverConn *conn;
-	char	   *err = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+	WalReceiverConn *volatile conn;
+	char	   *volatile err = NULL;
 
 	load_file("libpqwalreceiver", false);
-	conn = walrcv_connect(conninfo, true, appname, &err);
+	PG_TRY();
+	{
+		char	   *e = NULL;
+
+		conn = walrcv_connect(conninfo, true, appname, &e);
+		err = e;
+	}
+	PG_CATCH();
+	{
+		/* a string libpq cannot parse: its detail may quote the string */
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		err = edata->detail ? edata->detail : edata->message;
+		conn = NULL;
+	}
+	PG_END_TRY();
 	if (conn == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
