@@ -28,6 +28,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "executor/tuptable.h"
@@ -119,9 +120,9 @@ remote_tables_of(WalReceiverConn *conn, const char *capture, const char *publica
 			cur->qualified = psprintf("%s.%s", schema, name);
 			cur->replident = weir_remote_value(slot, 3)[0];
 			cur->has_key_index = strcmp(weir_remote_value(slot, 4), "true") == 0;
-			cur->columns = palloc(sizeof(char *) * 1600);
-			cur->types = palloc(sizeof(char *) * 1600);
-			cur->key_pos = palloc(sizeof(int) * 1600);
+			cur->columns = palloc(sizeof(char *) * MaxHeapAttributeNumber);
+			cur->types = palloc(sizeof(char *) * MaxHeapAttributeNumber);
+			cur->key_pos = palloc(sizeof(int) * MaxHeapAttributeNumber);
 			tables = lappend(tables, cur);
 		}
 		cur->columns[cur->ncolumns] = weir_remote_value(slot, 5);
