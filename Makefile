@@ -65,7 +65,9 @@ OBJS = \
 	src/capture/capture_apply.o \
 	src/capture/local_decoder.o \
 	src/capture/capture_worker.o \
+	src/capture/remote_conn.o \
 	src/capture/remote_define.o \
+	src/capture/remote_slot_drop.o \
 	src/capture/remote_capture.o \
 	src/capture/change_read.o
 

@@ -787,6 +787,16 @@ CREATE TABLE weir.capture_table (
 	CHECK ((relid IS NULL) <> (remote_table IS NULL))
 );
 
+-- A dropped remote capture's slot, until the launcher has dropped it on
+-- the remote server (src/capture/remote_slot_drop.c); like
+-- weir.capture_connection, read only by weir's owner.
+CREATE TABLE weir.capture_remote_slot_to_drop (
+	slot_name		name PRIMARY KEY,
+	conninfo		text NOT NULL,
+	capture_id		integer NOT NULL,		-- the dropped capture's id
+	dropped_at		timestamptz NOT NULL DEFAULT now()
+);
+
 GRANT SELECT ON weir.capture, weir.capture_table TO PUBLIC;
 
 CREATE FUNCTION weir.create_capture(

@@ -341,8 +341,54 @@ weir_catalog_capture_delete(int32 id)
 	Datum		value = Int32GetDatum(id);
 
 	weir_catalog_privileged_begin(&p);
+	/* a remote slot is dropped by the launcher once the worker is gone */
+	weir_catalog_exec("INSERT INTO weir.capture_remote_slot_to_drop (slot_name, conninfo, capture_id) "
+					  "SELECT c.slot_name, cc.conninfo, c.id FROM weir.capture c "
+					  "JOIN weir.capture_connection cc ON cc.capture_id = c.id WHERE c.id = $1 "
+					  "ON CONFLICT (slot_name) DO NOTHING",
+					  1, &type, &value, NULL, SPI_OK_INSERT);
 	weir_catalog_exec("DELETE FROM weir.capture WHERE id = $1", 1, &type, &value, NULL,
 					  SPI_OK_DELETE);
+	weir_catalog_privileged_end(&p);
+}
+
+/* The remote slots of dropped captures not dropped yet, in `cxt`. */
+List *
+weir_catalog_remote_slots_to_drop(MemoryContext cxt)
+{
+	WeirCatalogPrivilege p;
+	List	   *out = NIL;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT slot_name::text, conninfo, capture_id "
+					  "FROM weir.capture_remote_slot_to_drop ORDER BY dropped_at",
+					  0, NULL, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		WeirRemoteSlotToDrop *d = MemoryContextAllocZero(cxt, sizeof(WeirRemoteSlotToDrop));
+		bool		isnull;
+
+		d->slot_name = text_value(SPI_tuptable->vals[i], 1, cxt);
+		d->conninfo = text_value(SPI_tuptable->vals[i], 2, cxt);
+		d->capture_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+													SPI_tuptable->tupdesc, 3, &isnull));
+		out = lappend(out, d);
+	}
+	weir_catalog_privileged_end(&p);
+	return out;
+}
+
+/* A dropped capture's remote slot is gone. */
+void
+weir_catalog_remote_slot_dropped(const char *slot_name)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = TEXTOID;
+	Datum		value = CStringGetTextDatum(slot_name);
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("DELETE FROM weir.capture_remote_slot_to_drop WHERE slot_name = $1::name",
+					  1, &type, &value, NULL, SPI_OK_DELETE);
 	weir_catalog_privileged_end(&p);
 }
 

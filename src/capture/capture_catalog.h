@@ -17,6 +17,7 @@
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "utils/palloc.h"
 
 /* One captured table and its topic (weir.capture_table) */
 typedef struct WeirCaptureTableRow
@@ -52,6 +53,14 @@ typedef struct WeirCaptureRow
 	WeirCaptureTableRow *tables;
 } WeirCaptureRow;
 
+/* A dropped remote capture's slot (weir.capture_remote_slot_to_drop) */
+typedef struct WeirRemoteSlotToDrop
+{
+	char	   *slot_name;
+	char	   *conninfo;
+	int32		capture_id;
+} WeirRemoteSlotToDrop;
+
 #define WEIR_CAPTURE_STARTING			"starting"
 #define WEIR_CAPTURE_RUNNING			"running"
 #define WEIR_CAPTURE_FAILED				"failed"
@@ -70,6 +79,8 @@ extern void weir_catalog_capture_set_enabled(int32 id, bool enabled);
 extern void weir_catalog_capture_set_position(int32 id, XLogRecPtr position,
 											  TimestampTz position_time);
 extern void weir_catalog_capture_delete(int32 id);
+extern List *weir_catalog_remote_slots_to_drop(MemoryContext cxt);
+extern void weir_catalog_remote_slot_dropped(const char *slot_name);
 extern List *weir_catalog_enabled_captures(void);
 extern List *weir_catalog_capture_slot_names(void);
 extern char *weir_catalog_capture_writing(Oid topic);

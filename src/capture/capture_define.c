@@ -59,8 +59,8 @@ static const char *const change_columns[] = {
 	WEIR_CHANGE_UNCHANGED_COLUMN
 };
 
-static void
-check_can_capture(void)
+void
+weir_capture_check_can_capture(void)
 {
 	if (!superuser() && !has_rolreplication(GetUserId()))
 		ereport(ERROR,
@@ -68,6 +68,23 @@ check_can_capture(void)
 				 errmsg("permission denied to create a capture"),
 				 errdetail("A capture holds a replication slot, which keeps WAL for the whole server, and reads tables below their grants."),
 				 errhint("Ask a superuser for the REPLICATION attribute (ALTER ROLE ... REPLICATION).")));
+}
+
+/*
+ * A captured table's column must not take a name its topic gives the
+ * change itself; `table` names the table in the message.
+ */
+void
+weir_capture_check_column_name(const char *column, const char *table)
+{
+	for (int k = 0; k < lengthof(change_columns); k++)
+		if (strcmp(column, change_columns[k]) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("column \"%s\" of table \"%s\" has a name its topic uses for the change",
+							column, table),
+					 errdetail("A capture's topic has columns part, pos, change_op, commit_lsn, commit_time and unchanged_columns, then the table's."),
+					 errhint("Rename the column, or capture a view of it through another table.")));
 }
 
 static void
@@ -159,14 +176,7 @@ describe_table(Oid relid)
 
 		if (att->attisdropped)
 			continue;
-		for (int k = 0; k < lengthof(change_columns); k++)
-			if (strcmp(NameStr(att->attname), change_columns[k]) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("column \"%s\" of table \"%s\" has a name its topic uses for the change",
-								NameStr(att->attname), name),
-						 errdetail("A capture's topic has columns part, pos, change_op, commit_lsn, commit_time and unchanged_columns, then the table's."),
-						 errhint("Rename the column, or capture a view of it through another table.")));
+		weir_capture_check_column_name(NameStr(att->attname), name);
 		t.columns[t.ncolumns] = pstrdup(NameStr(att->attname));
 		t.attnums[t.ncolumns] = att->attnum;
 		t.ncolumns++;
@@ -180,9 +190,14 @@ describe_table(Oid relid)
 	return t;
 }
 
-/* The column list of the topic of table `relid`, for weir.create_topic */
+/*
+ * The column list of a captured table's topic, for weir.create_topic:
+ * the change's columns, then the table's `t->columns` with their types
+ * (types[i], typmods[i]) and, where not the type's default, collations.
+ */
 static char *
-topic_columns(Oid relid, const WeirCaptureTableRow *t)
+topic_columns(const WeirCaptureTableRow *t, const Oid *types, const int32 *typmods,
+			  const Oid *collations)
 {
 	StringInfoData cols;
 
@@ -192,29 +207,29 @@ topic_columns(Oid relid, const WeirCaptureTableRow *t)
 					 WEIR_CHANGE_UNCHANGED_COLUMN);
 	for (int i = 0; i < t->ncolumns; i++)
 	{
-		Oid			type;
-		int32		typmod;
-		Oid			collation;
-
-		get_atttypetypmodcoll(relid, t->attnums[i], &type, &typmod, &collation);
 		appendStringInfo(&cols, ", %s %s", quote_identifier(t->columns[i]),
-						 format_type_with_typemod(type, typmod));
-		if (OidIsValid(collation) && collation != get_typcollation(type))
-			appendStringInfo(&cols, " COLLATE %s", generate_collation_name(collation));
+						 format_type_with_typemod(types[i], typmods[i]));
+		if (collations && OidIsValid(collations[i]) &&
+			collations[i] != get_typcollation(types[i]))
+			appendStringInfo(&cols, " COLLATE %s", generate_collation_name(collations[i]));
 	}
 	return cols.data;
 }
 
-/* Create the topic of one captured table, as the caller; its relid. */
-static Oid
-create_table_topic(const char *capture, Oid relid, const WeirCaptureTableRow *t,
-				   const char *topic_schema, int32 partitions, Datum retention,
-				   bool has_retention)
+/*
+ * Create the topic <schema>.<capture>_<table_name> of one captured table,
+ * as the caller (weir.create_topic through SPI), with the columns of
+ * topic_columns; returns its relid.  Local and remote captures share it.
+ */
+Oid
+weir_capture_create_topic(const char *capture, const char *table_name, const char *schema,
+						  const WeirCaptureTableRow *t, const Oid *types, const int32 *typmods,
+						  const Oid *collations, int32 partitions, Datum retention,
+						  bool has_retention)
 {
-	const char *schema = topic_schema ? topic_schema : get_namespace_name(get_rel_namespace(relid));
-	char	   *relname = psprintf("%s_%s", capture, get_rel_name(relid));
+	char	   *relname = psprintf("%s_%s", capture, table_name);
 	char	   *qualified;
-	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INTERVALOID};
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, INT4OID, INTERVALOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	Oid			topic;
@@ -227,7 +242,7 @@ create_table_topic(const char *capture, Oid relid, const WeirCaptureTableRow *t,
 				 errhint("Give the capture a shorter name.")));
 	qualified = quote_qualified_identifier(schema, relname);
 	values[0] = CStringGetTextDatum(qualified);
-	values[1] = CStringGetTextDatum(topic_columns(relid, t));
+	values[1] = CStringGetTextDatum(topic_columns(t, types, typmods, collations));
 	values[2] = Int32GetDatum(partitions);
 	values[3] = retention;
 	if (!has_retention)
@@ -235,11 +250,28 @@ create_table_topic(const char *capture, Oid relid, const WeirCaptureTableRow *t,
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	weir_catalog_exec("SELECT weir.create_topic($1, $2, $3, NULL, $4)::oid",
-					  4, types, values, nulls, SPI_OK_SELECT);
+					  4, argtypes, values, nulls, SPI_OK_SELECT);
 	topic = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 										   &isnull));
 	SPI_finish();
 	return topic;
+}
+
+/* Create the topic of local table `relid`, in its schema by default */
+static Oid
+create_table_topic(const char *capture, Oid relid, const WeirCaptureTableRow *t,
+				   const char *topic_schema, int32 partitions, Datum retention,
+				   bool has_retention)
+{
+	const char *schema = topic_schema ? topic_schema : get_namespace_name(get_rel_namespace(relid));
+	Oid		   *types = palloc(sizeof(Oid) * Max(t->ncolumns, 1));
+	int32	   *typmods = palloc(sizeof(int32) * Max(t->ncolumns, 1));
+	Oid		   *collations = palloc(sizeof(Oid) * Max(t->ncolumns, 1));
+
+	for (int i = 0; i < t->ncolumns; i++)
+		get_atttypetypmodcoll(relid, t->attnums[i], &types[i], &typmods[i], &collations[i]);
+	return weir_capture_create_topic(capture, get_rel_name(relid), schema, t, types, typmods,
+									 collations, partitions, retention, has_retention);
 }
 
 /* The tables of local publication `pubname`, now */
@@ -320,7 +352,7 @@ weir_create_capture(PG_FUNCTION_ARGS)
 	a = weir_sql_arg(&args, "topic_schema", false);
 	topic_schema = PG_ARGISNULL(a) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(a));
 
-	check_can_capture();
+	weir_capture_check_can_capture();
 	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),
@@ -430,7 +462,7 @@ weir_start_capture(PG_FUNCTION_ARGS)
 {
 	WeirCaptureRow row = capture_for_owner(fcinfo);
 
-	check_can_capture();
+	weir_capture_check_can_capture();
 	weir_catalog_capture_set_enabled(row.id, true);
 	weir_shmem_wake_launcher_at_commit();
 	PG_RETURN_VOID();

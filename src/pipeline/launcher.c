@@ -42,6 +42,7 @@
 #include "base/transaction.h"
 #include "capture/capture_catalog.h"
 #include "capture/local_decoder.h"
+#include "capture/remote_slot_drop.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "pipeline/launcher.h"
@@ -353,6 +354,7 @@ pipelines_round(void)
 		start_transaction("weir: dropping the slots of dropped captures");
 		drop_orphan_slots(slot_names);
 		finish_transaction();
+		weir_remote_drop_slots();
 	}
 	list_free(ids);
 	list_free(capture_ids);

@@ -1,0 +1,135 @@
+# 015_remote_capture.pl
+#
+# A remote capture through restarts of both sides.  A publisher (wal_level
+# logical, no weir) has a table t and a publication p; a weir server
+# captures it into topic r1_t.  Transactions of inserts, updates and
+# deletes run on the publisher in three rounds: after the first the
+# publisher stops with an immediate shutdown and starts again; after the
+# second the weir server does.  Each transaction also records on the
+# publisher, in a table outside the publication, how many rows it
+# inserted, updated and deleted.  At the end:
+#   - the topic's I, U and D rows number exactly the row changes made (no
+#     transaction lost or written twice), and B rows none (no key changed);
+#   - its transactions are exactly those made (distinct commit_lsn);
+#   - replaying the topic per key (the newest change of each id in
+#     commit_lsn, pos order; a delete removes it) gives the publisher's
+#     table, row for row;
+#   - dropping the capture drops its slot on the publisher.
+#
+# WEIR_TAP_ROWS overrides the transactions per round (100).
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use WeirBench;
+
+my $txns = env_or('WEIR_TAP_ROWS', 100);
+
+my $pub = PostgreSQL::Test::Cluster->new('publisher');
+$pub->init(allows_streaming => 'logical');
+$pub->start;
+$pub->safe_psql(
+	'postgres', q{
+CREATE TABLE t (id int PRIMARY KEY, v text, n int);
+CREATE TABLE changes (k int PRIMARY KEY, ins int, upd int, del int);
+CREATE PUBLICATION p FOR TABLE t;
+});
+
+my $node = start_weir_node('remote_capture', crash_test_conf(20));
+my $conninfo = $pub->connstr('postgres');
+$node->safe_psql(
+	'postgres', qq{
+CREATE EXTENSION weir;
+SELECT weir.create_capture('r1', publication => 'p', conninfo => \$\$$conninfo\$\$);
+});
+is($node->safe_psql('postgres', 'SELECT key_columns FROM weir.capture_table'),
+	'{id}', 'the key is the primary key');
+$node->poll_query_until('postgres',
+	q{SELECT status = 'running' FROM weir.captures WHERE name = 'r1'})
+  or die 'the capture did not start';
+like($node->safe_psql('postgres', q{SELECT last_error IS NULL FROM weir.capture}), qr/t/,
+	'no error once running');
+
+# Transaction $k: 10 new rows, an update of about a 13th of the older ones
+# and a delete of about a 17th; it records its counts in changes.
+my $next = 0;
+sub round
+{
+	my $sql = '';
+	for my $i (1 .. $txns)
+	{
+		my $k = ++$next;
+		$sql .= qq{
+DO \$\$
+DECLARE i int; u int; d int;
+BEGIN
+	INSERT INTO t SELECT g, 'v' || g || repeat('x', g % 50), g FROM generate_series($k * 10 + 1, $k * 10 + 10) g;
+	GET DIAGNOSTICS i = ROW_COUNT;
+	UPDATE t SET n = n + 1, v = v || '.' WHERE id % 13 = $k % 13 AND id <= $k * 10;
+	GET DIAGNOSTICS u = ROW_COUNT;
+	DELETE FROM t WHERE id % 17 = $k % 17 AND id <= $k * 10 - 100;
+	GET DIAGNOSTICS d = ROW_COUNT;
+	INSERT INTO changes VALUES ($k, i, u, d);
+END
+\$\$;};
+	}
+	$pub->safe_psql('postgres', $sql);
+	return;
+}
+
+round();
+$pub->stop('immediate');
+$pub->start;
+round();
+$node->stop('immediate');
+$node->start;
+round();
+
+my $expected = $pub->safe_psql('postgres', 'SELECT sum(ins + upd + del) FROM changes');
+ok($expected > 3 * $txns * 10, "the publisher made $expected row changes");
+$node->poll_query_until('postgres',
+	q{SELECT count(*) FROM r1_t WHERE change_op IN ('I', 'U', 'D')}, $expected)
+  or diag 'the topic did not reach the expected count';
+
+is($node->safe_psql('postgres', q{SELECT count(*) FROM r1_t WHERE change_op IN ('I', 'U', 'D')}),
+	$expected, 'each row change is in the topic once');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM r1_t WHERE change_op NOT IN ('I', 'U', 'D')}),
+	0, 'no old rows (no key changed) and no truncates');
+is($node->safe_psql('postgres', q{SELECT count(DISTINCT commit_lsn) FROM r1_t}),
+	3 * $txns, 'each transaction is in the topic');
+is($node->safe_psql('postgres', q{SELECT string_agg(x, ',') FROM (
+	SELECT change_op || count(*) AS x FROM r1_t GROUP BY change_op ORDER BY change_op) s}),
+	$pub->safe_psql('postgres', q{SELECT 'D' || sum(del) || ',I' || sum(ins) || ',U' || sum(upd) FROM changes}),
+	'inserts, updates and deletes as made');
+
+my $replayed = $node->safe_psql(
+	'postgres', q{
+SELECT string_agg(format('%s|%s|%s', id, v, n), E'\n' ORDER BY id)
+  FROM (SELECT DISTINCT ON (id) id, v, n, change_op
+		  FROM r1_t WHERE change_op <> 'B'
+		 ORDER BY id, commit_lsn DESC, pos DESC) last
+ WHERE change_op <> 'D'});
+my $final = $pub->safe_psql('postgres',
+	q{SELECT string_agg(format('%s|%s|%s', id, v, n), E'\n' ORDER BY id) FROM t});
+ok($replayed eq $final, 'replaying the topic gives the publisher\'s table');
+
+unlike($node->safe_psql('postgres', q{SELECT row_to_json(c)::text FROM weir.captures c}),
+	qr/port=/, 'weir.captures does not show the connection string');
+
+$node->safe_psql('postgres', q{SELECT weir.drop_capture('r1')});
+$pub->poll_query_until('postgres',
+	q{SELECT count(*) = 0 FROM pg_replication_slots})
+  or diag 'the remote slot was not dropped';
+is($pub->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'), 0,
+	'dropping the capture dropped its remote slot');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM weir.capture_remote_slot_to_drop'), 0,
+	'and forgot it');
+
+$node->stop;
+$pub->stop;
+done_testing();
