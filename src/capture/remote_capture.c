@@ -572,13 +572,110 @@ ensure_remote_slot(RemoteState *st)
  * Run remote capture `capture` in its worker, holding shared slot `slot`:
  * connect, stream and write until an error or a signal ends the process.
  */
+/*
+ * One session with the remote server: connect, make sure of the slot,
+ * stream from the capture's position until an error ends it.
+ */
+static void
+stream_session(RemoteState *st, const char *conninfo, const char *appname)
+{
+	WeirCaptureRow *capture = st->capture;
+	WeirCaptureSlot *slot = st->slot;
+	WalRcvStreamOptions options = {0};
+
+	pgstat_report_activity(STATE_RUNNING, "weir: connecting to the remote server");
+	st->conn = weir_remote_connect(conninfo, appname, capture->name);
+	SpinLockAcquire(&slot->mutex);
+	slot->connects++;
+	slot->next_connect_at = 0;
+	SpinLockRelease(&slot->mutex);
+
+	ensure_remote_slot(st);
+
+	options.logical = true;
+	options.slotname = capture->slot_name;
+	options.startpoint = capture->position;
+	options.proto.logical.proto_version = LOGICALREP_PROTO_VERSION_NUM;
+	options.proto.logical.publication_names = list_make1(makeString(capture->publication));
+	options.proto.logical.binary = false;
+	options.proto.logical.streaming = false;
+	options.proto.logical.twophase = false;
+	if (!walrcv_startstreaming(st->conn, &options))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("the remote server of capture \"%s\" did not start streaming", capture->name)));
+	st->reported = capture->position;
+	st->in_txn = false;
+	st->nrels = 0;
+	new_batch_store(st);
+
+	weir_transaction_begin();
+	weir_catalog_capture_set_status(capture->id, WEIR_CAPTURE_RUNNING, NULL, false);
+	weir_transaction_end();
+	MemoryContextSwitchTo(st->cxt);
+	ereport(LOG,
+			(errmsg("weir capture \"%s\" streaming publication \"%s\" from %X/%X",
+					capture->name, capture->publication, LSN_FORMAT_ARGS(capture->position))));
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	for (;;)
+	{
+		pgsocket	fd = PGINVALID_SOCKET;
+		char	   *buf;
+		int			len;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		len = walrcv_receive(st->conn, &buf, &fd);
+		while (len != 0)
+		{
+			if (len < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("the remote server of capture \"%s\" ended the replication stream",
+								capture->name)));
+			handle_copy_data(st, buf, len);
+			if (!st->in_txn && (st->ntxns >= BATCH_TRANSACTIONS || st->bytes >= BATCH_BYTES))
+				write_batch(st, false);
+			CHECK_FOR_INTERRUPTS();
+			len = walrcv_receive(st->conn, &buf, &fd);
+		}
+		if (!st->in_txn && st->ntxns > 0)
+			write_batch(st, true);
+		else
+		{
+			WeirCaptureProgress none = {0};
+
+			weir_capture_note_progress(slot, st->received, !st->in_txn && st->ntxns == 0, &none);
+		}
+		send_feedback(st, false);
+		(void) WaitLatchOrSocket(MyLatch,
+								 WL_SOCKET_READABLE | WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 fd, WAIT_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * The worker's life: sessions with the remote server.  A session that
+ * ends with a connection error (class 08: the server went away, or cannot
+ * be reached) is retried here after a back-off of 1 s doubling to 60 s
+ * (reset after a minute of streaming), which weir.captures shows
+ * (connects, next_connect_at, status 'failed' and the error); what was
+ * received but not written is dropped and received again.  Any other error
+ * ends the worker (capture_worker.c records it; the launcher restarts it).
+ */
 void
 weir_remote_capture_run(WeirCaptureRow *capture, WeirCaptureSlot *slot)
 {
 	RemoteState st = {0};
-	WalRcvStreamOptions options = {0};
 	char		appname[NAMEDATALEN];
 	char	   *conninfo;
+	int			failures = 0;
 
 	st.cxt = AllocSetContextCreate(TopMemoryContext, "weir remote capture",
 								   ALLOCSET_DEFAULT_SIZES);
@@ -597,79 +694,70 @@ weir_remote_capture_run(WeirCaptureRow *capture, WeirCaptureSlot *slot)
 	MemoryContextSwitchTo(st.cxt);
 	if (conninfo == NULL)
 		elog(ERROR, "remote capture \"%s\" has no connection", capture->name);
-
 	snprintf(appname, sizeof(appname), "weir_capture_%d", capture->id);
-	pgstat_report_activity(STATE_RUNNING, "weir: connecting to the remote server");
-	st.conn = weir_remote_connect(conninfo, appname, capture->name);
-	SpinLockAcquire(&slot->mutex);
-	slot->connects++;
-	slot->next_connect_at = 0;
-	SpinLockRelease(&slot->mutex);
-
-	ensure_remote_slot(&st);
-
-	options.logical = true;
-	options.slotname = capture->slot_name;
-	options.startpoint = capture->position;
-	options.proto.logical.proto_version = LOGICALREP_PROTO_VERSION_NUM;
-	options.proto.logical.publication_names = list_make1(makeString(capture->publication));
-	options.proto.logical.binary = false;
-	options.proto.logical.streaming = false;
-	options.proto.logical.twophase = false;
-	if (!walrcv_startstreaming(st.conn, &options))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("the remote server of capture \"%s\" did not start streaming", capture->name)));
-	st.reported = capture->position;
-	new_batch_store(&st);
-
-	weir_transaction_begin();
-	weir_catalog_capture_set_status(capture->id, WEIR_CAPTURE_RUNNING, NULL, false);
-	weir_transaction_end();
-	MemoryContextSwitchTo(st.cxt);
-	ereport(LOG,
-			(errmsg("weir capture \"%s\" streaming publication \"%s\" from %X/%X",
-					capture->name, capture->publication, LSN_FORMAT_ARGS(capture->position))));
-	pgstat_report_activity(STATE_IDLE, NULL);
 
 	for (;;)
 	{
-		pgsocket	fd = PGINVALID_SOCKET;
-		char	   *buf;
-		int			len;
+		TimestampTz started = GetCurrentTimestamp();
 
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
+		PG_TRY();
 		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
+			stream_session(&st, conninfo, appname);
 		}
-		len = walrcv_receive(st.conn, &buf, &fd);
-		while (len != 0)
+		PG_CATCH();
 		{
-			if (len < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("the remote server of capture \"%s\" ended the replication stream",
-								capture->name)));
-			handle_copy_data(&st, buf, len);
-			if (!st.in_txn && (st.ntxns >= BATCH_TRANSACTIONS || st.bytes >= BATCH_BYTES))
-				write_batch(&st, false);
-			CHECK_FOR_INTERRUPTS();
-			len = walrcv_receive(st.conn, &buf, &fd);
-		}
-		if (!st.in_txn && st.ntxns > 0)
-			write_batch(&st, true);
-		else
-		{
-			WeirCaptureProgress none = {0};
+			ErrorData  *edata;
+			TimestampTz retry_at;
+			int			backoff_s;
 
-			weir_capture_note_progress(slot, st.received, !st.in_txn && st.ntxns == 0, &none);
+			HOLD_INTERRUPTS();
+			MemoryContextSwitchTo(st.cxt);
+			edata = CopyErrorData();
+			if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_CONNECTION_EXCEPTION)
+			{
+				RESUME_INTERRUPTS();
+				PG_RE_THROW();
+			}
+			EmitErrorReport();
+			FlushErrorState();
+			AbortOutOfAnyTransaction();
+			RESUME_INTERRUPTS();
+			if (st.conn)
+			{
+				walrcv_disconnect(st.conn);
+				st.conn = NULL;
+			}
+			/* what was received and not written comes again */
+			if (st.messages)
+				tuplestore_end(st.messages);
+			st.messages = NULL;
+			MemoryContextReset(st.batch_cxt);
+
+			if (GetCurrentTimestamp() - started > 60 * USECS_PER_SEC)
+				failures = 0;
+			failures++;
+			backoff_s = Min(1 << Min(failures - 1, 6), 60);
+			retry_at = GetCurrentTimestamp() + (int64) backoff_s * USECS_PER_SEC;
+			SpinLockAcquire(&slot->mutex);
+			slot->next_connect_at = retry_at;
+			slot->caught_up = false;
+			SpinLockRelease(&slot->mutex);
+			weir_transaction_begin();
+			weir_catalog_capture_set_status(capture->id, WEIR_CAPTURE_FAILED, edata->message,
+											false);
+			weir_transaction_end();
+			MemoryContextSwitchTo(st.cxt);
+			FreeErrorData(edata);
+			pgstat_report_activity(STATE_IDLE, "weir: waiting to reconnect");
+			while (GetCurrentTimestamp() < retry_at)
+			{
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 Max((retry_at - GetCurrentTimestamp()) / 1000, 1),
+								 PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
 		}
-		send_feedback(&st, false);
-		(void) WaitLatchOrSocket(MyLatch,
-								 WL_SOCKET_READABLE | WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 fd, WAIT_MS, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		PG_END_TRY();
 	}
 }
