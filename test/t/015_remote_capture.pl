@@ -83,8 +83,18 @@ END
 }
 
 round();
+my $pid_before = $node->safe_psql('postgres', q{SELECT worker_pid FROM weir.captures WHERE name = 'r1'});
 $pub->stop('immediate');
+# the worker notices, says so, and waits to reconnect
+ok( $node->poll_query_until('postgres',
+		q{SELECT status = 'failed' AND last_error IS NOT NULL FROM weir.captures WHERE name = 'r1'}),
+	'a lost publisher shows as failed with its error');
 $pub->start;
+ok( $node->poll_query_until('postgres',
+		q{SELECT status = 'running' AND connects >= 2 FROM weir.captures WHERE name = 'r1'}),
+	'the capture reconnects in its own process, with back-off');
+is($node->safe_psql('postgres', q{SELECT worker_pid FROM weir.captures WHERE name = 'r1'}),
+	$pid_before, 'the same worker reconnected');
 round();
 $node->stop('immediate');
 $node->start;
