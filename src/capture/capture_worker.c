@@ -186,7 +186,7 @@ weir_capture_main(Datum main_arg)
 	int32		id = DatumGetInt32(main_arg);
 	Oid			dboid;
 	WeirCaptureSlot *slot;
-	WeirCaptureRow *capture = NULL;
+	WeirCaptureRow *volatile capture = NULL;	/* read after an error */
 	int			holder;
 
 	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
