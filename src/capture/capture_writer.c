@@ -4,11 +4,15 @@
  *	  Appending captured changes to their topics, in the capture's
  *	  transaction.
  *
- * Each change becomes one topic row through the executor's single-row
- * insert (ExecSimpleRelationInsert, as logical replication applies rows):
- * the topic's BEFORE trigger gives it its position, constraints and
- * indexes are kept, and the owner's own triggers on the topic fire.  The
- * caller acts as the capture's owner.  The partition is a hash of the
+ * Each change becomes one topic row.  A topic as weir made it (no trigger
+ * but weir's own, no row security, no CHECK constraint, NOT NULL only where
+ * a change always has a value) gets its rows in batches, as COPY writes: the
+ * writer takes each row's position itself (what the topic's BEFORE trigger
+ * would do), then table_multi_insert and the index entries, a batch at a
+ * time.  Any other topic (its owner added a trigger or a constraint) goes
+ * through the executor's single-row insert (ExecSimpleRelationInsert, as
+ * logical replication applies rows), so that the trigger fires and the
+ * constraint holds.  The caller acts as the capture's owner.  The partition is a hash of the
  * row's key columns (the table's replica identity), so that all changes
  * of one row are in one partition, in commit order; a table without a key
  * writes partition 0.  A truncate is one row in every partition, so that
@@ -43,6 +47,7 @@
 #include "utils/typcache.h"
 
 #include "capture/capture_writer.h"
+#include "topic/partition.h"
 #include "topic/topic.h"
 #include "topic/topic_table.h"
 
@@ -64,6 +69,56 @@ topic_column(Relation rel, const char *name, Oid type, const char *table)
 						name, RelationGetRelationName(rel), format_type_be(type)),
 				 errhint("Undo the change to the topic, or drop the capture and create it again.")));
 	return attnum;
+}
+
+/*
+ * Whether the topic's rows may skip the executor: it has only weir's own
+ * triggers, no row security, no CHECK constraint and no generated column,
+ * and NOT NULL only on part, pos and the change's own columns.
+ */
+static bool
+may_batch(WeirCaptureTarget *t, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relrowsecurity)
+		return false;
+	if (desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored))
+		return false;
+	if (rel->trigdesc)
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			const char *name = rel->trigdesc->triggers[i].tgname;
+
+			if (strcmp(name, "weir_produce") != 0 && strcmp(name, "weir_append_only") != 0)
+				return false;
+		}
+	for (int a = 1; a <= desc->natts; a++)
+		if (TupleDescAttr(desc, a - 1)->attnotnull &&
+			a != WEIR_TOPIC_PART_ATTNUM && a != WEIR_TOPIC_POS_ATTNUM &&
+			a != t->op_attnum && a != t->lsn_attnum && a != t->time_attnum)
+			return false;
+	return true;
+}
+
+/* Write a batched topic's pending rows: heap, then index entries. */
+static void
+flush_pending(WeirCaptureWriter *w, WeirCaptureTarget *t)
+{
+	if (t->npending == 0)
+		return;
+	table_multi_insert(t->rel, t->pending, t->npending, w->estate->es_output_cid, 0,
+					   t->bistate);
+	if (t->rri->ri_NumIndices > 0)
+		for (int i = 0; i < t->npending; i++)
+		{
+			list_free(ExecInsertIndexTuples(t->rri, t->pending[i], w->estate, false, false,
+											NULL, NIL));
+			ResetPerTupleExprContext(w->estate);
+		}
+	for (int i = 0; i < t->npending; i++)
+		ExecClearTuple(t->pending[i]);
+	t->npending = 0;
 }
 
 static void
@@ -126,6 +181,16 @@ open_target(WeirCaptureTarget *t, const WeirCaptureTableRow *row, EState *estate
 	t->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(t->rri, rel, rti, NULL, 0);
 	ExecOpenIndices(t->rri, false);
+	t->topic = topic;
+	t->batched = may_batch(t, rel);
+	if (t->batched)
+	{
+		t->pending = palloc(sizeof(TupleTableSlot *) * WEIR_CAPTURE_BATCH);
+		for (int i = 0; i < WEIR_CAPTURE_BATCH; i++)
+			t->pending[i] = table_slot_create(rel, NULL);
+		t->npending = 0;
+		t->bistate = GetBulkInsertState();
+	}
 	/*
 	 * The table's own kind of slot: the topic's trigger writes part and pos
 	 * into the tuple the slot materializes, in place (topic.c)
@@ -192,7 +257,7 @@ static void
 insert_row(WeirCaptureWriter *w, WeirCaptureTarget *t, int32 part, char op, XLogRecPtr lsn,
 		   TimestampTz commit_time, Datum *values, bool *nulls, const bool *unchanged)
 {
-	TupleTableSlot *slot = t->slot;
+	TupleTableSlot *slot = t->batched ? t->pending[t->npending] : t->slot;
 	TupleDesc	desc = RelationGetDescr(t->rel);
 	Datum	   *names = NULL;
 	int			nnames = 0;
@@ -234,8 +299,19 @@ insert_row(WeirCaptureWriter *w, WeirCaptureTarget *t, int32 part, char op, XLog
 		slot->tts_isnull[t->unchanged_attnum - 1] = false;
 	}
 	ExecStoreVirtualTuple(slot);
-	ExecSimpleRelationInsert(t->rri, w->estate, slot);
 	w->rows++;
+	if (!t->batched)
+	{
+		ExecSimpleRelationInsert(t->rri, w->estate, slot);
+		return;
+	}
+	/* what the topic's trigger does (topic.c), then keep the row */
+	slot->tts_values[WEIR_TOPIC_POS_ATTNUM - 1] =
+		Int64GetDatum(weir_partition_take_position(weir_topic_partition_slotno(t->topic, t->rel,
+																				part)));
+	ExecMaterializeSlot(slot);
+	if (++t->npending == WEIR_CAPTURE_BATCH)
+		flush_pending(w, t);
 }
 
 /* One change of table `table` (its index in the capture) */
@@ -266,9 +342,19 @@ weir_capture_writer_truncate(WeirCaptureWriter *w, int table, XLogRecPtr lsn,
 void
 weir_capture_writer_end(WeirCaptureWriter *w)
 {
+	for (int i = 0; i < w->ntargets; i++)
+		flush_pending(w, &w->targets[i]);
 	AfterTriggerEndQuery(w->estate);
 	for (int i = 0; i < w->ntargets; i++)
 	{
+		WeirCaptureTarget *t = &w->targets[i];
+
+		if (t->batched)
+		{
+			for (int k = 0; k < WEIR_CAPTURE_BATCH; k++)
+				ExecDropSingleTupleTableSlot(t->pending[k]);
+			FreeBulkInsertState(t->bistate);
+		}
 		ExecCloseIndices(w->targets[i].rri);
 		table_close(w->targets[i].rel, NoLock);
 	}

@@ -18,9 +18,13 @@
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "access/heapam.h"
 #include "nodes/execnodes.h"
 
 #include "capture/capture_catalog.h"
+#include "topic/topic.h"
+
+#define WEIR_CAPTURE_BATCH 1000		/* rows per multi-insert */
 
 /* A topic's columns for the change itself (change topics, README) */
 #define WEIR_CHANGE_OP_COLUMN		"change_op"
@@ -51,6 +55,11 @@ typedef struct WeirCaptureTarget
 	AttrNumber *column_attnums; /* [ncolumns]: the topic's */
 	Form_pg_attribute *column_atts; /* [ncolumns]: the topic's attributes */
 	int		   *key_index;		/* [nkeys]: capture column of each key */
+	bool		batched;		/* rows go in batches (capture_writer.c) */
+	WeirTopic  *topic;			/* batched: positions are taken here */
+	TupleTableSlot **pending;	/* batched: [WEIR_CAPTURE_BATCH] filled slots */
+	int			npending;
+	BulkInsertState bistate;
 	FmgrInfo   *key_hash;		/* [nkeys] extended hash functions */
 	Oid		   *key_collation;
 } WeirCaptureTarget;
