@@ -26,6 +26,7 @@ OBJS = \
 	src/definition/definition_parse.o \
 	src/definition/definition_store.o src/definition/write_target.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/transaction.o src/base/act_as.o \
 	src/definition/aggregate.o \
+	src/definition/change_topic.o \
 	src/state/store.o \
 	src/state/window.o \
 	src/catalog_sql/catalog_pipeline.o \
