@@ -26,9 +26,9 @@
  * so that an older row read later does not bring it back, and its sink row
  * is deleted at the checkpoint.  A before image followed by the update of
  * the same key (the key did not change) is a delete and then a newer row:
- * the key is there again.  A tombstone leaves memory when the watermark
- * passes its time, so a row of a key that is not in memory and is older
- * than the watermark is late.  A delete of a key not in memory deletes
+ * the key is there again.  Without a ttl a tombstone leaves memory when the
+ * watermark passes its time, so a row of a key that is not in memory and
+ * is older than the watermark is late (with a ttl, as any key).  A delete of a key not in memory deletes
  * the sink's row anyway (a sink loaded with a snapshot of the table stays
  * right).  A truncate ('T', one per partition) deletes every key whose
  * newest row came from its partition.  An update's columns that keep the
@@ -167,8 +167,12 @@ last_value_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 		return truncate_partition(lv, op, r);
 	if (lv->ttl > 0 && !TIMESTAMP_NOT_FINITE(watermark) && r->t + lv->ttl <= watermark)
 		return WEIR_LATE;
-	/* a deleted key that left memory (a tombstone) was older than the watermark */
-	if (lv->changes && !TIMESTAMP_NOT_FINITE(watermark) && r->t < watermark &&
+	/*
+	 * Without a ttl, a deleted key that left memory (a tombstone) was older
+	 * than the watermark, so a row that is too may be older than it (with a
+	 * ttl, tombstones stay as long as keys: the test above is enough).
+	 */
+	if (lv->changes && lv->ttl == 0 && !TIMESTAMP_NOT_FINITE(watermark) && r->t < watermark &&
 		!DsaPointerIsValid(weir_store_find(op->env.store, lv->keys->space, r->key, r->keylen, r->keyhash,
 										   false, &created)))
 		return WEIR_LATE;

@@ -40,9 +40,9 @@ typedef struct WeirKeyedState
 /*
  * WeirKeyedState.flags.  A deleted key (a tombstone) stays in memory, so
  * that a row older than its deletion, read later (from another partition),
- * does not bring it back; it expires when the watermark passes its time
- * (with a retention: its time + retention, as live keys), and a row of a
- * key not in memory older than the watermark is then late (last_value.c).
+ * does not bring it back; it expires when the watermark passes its time,
+ * and a row of a key not in memory older than the watermark is then late
+ * (last_value.c); with a retention it expires as live keys do.
  */
 #define WEIR_KEYED_DELETED	0x01	/* the newest row of the key deleted it */
 #define WEIR_KEYED_LINKED	0x02	/* in an expiry bucket although live keys
