@@ -641,6 +641,13 @@ CREATE VIEW weir.pipelines AS
 				WHEN 'last_value' THEN
 					CASE WHEN p.ttl IS NULL THEN 'none: every key is kept forever'
 						 ELSE 'a key leaves, and its sink row is deleted, when the watermark passes its newest row + ' || p.ttl END
+					-- over a change topic, deleted keys (tombstones) leave too
+					|| CASE WHEN p.ttl IS NULL AND EXISTS (
+								SELECT FROM pg_catalog.pg_attribute a
+								 WHERE a.attrelid = p.source AND a.attname = 'change_op'
+								   AND a.atttypid = '"char"'::pg_catalog.regtype AND NOT a.attisdropped)
+							THEN ' but a deleted one, which leaves when the watermark passes its deletion'
+							ELSE '' END
 				ELSE 'a window leaves when the watermark passes its end + ' || p.allowed_lateness
 		   END AS retention,
 		   nullif(concat_ws('; ',

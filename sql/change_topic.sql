@@ -56,6 +56,7 @@ CREATE TRIGGER t_capture_truncate AFTER TRUNCATE ON t
 SELECT weir.create_last_value('t_mirror', 'ct_t', key => 'id', event_time => 'commit_time',
                               out_of_orderness => '1 hour') > 0 AS created;
 \d t_mirror
+SELECT retention FROM weir.pipelines WHERE name = 't_mirror';
 -- a view of the definition: the change columns are bound into it
 SELECT pg_get_viewdef('weir_pipelines.t_mirror'::regclass) ~ 'change_op' AS binds_change_op,
        pg_get_viewdef('weir_pipelines.t_mirror'::regclass) ~ 'unchanged_columns' AS binds_unchanged;

@@ -42,7 +42,7 @@ typedef struct SinkTable
 	SPIPlanPtr	delete_plan;
 } SinkTable;
 
-/* The name of write_keeping's last column, in SQL and in dead letters */
+/* The name of write_keeping's last column, in dead letters */
 #define KEPT_COLUMN "weir_kept"
 
 /*
@@ -138,8 +138,16 @@ prepare_sink_keeping(WeirPlan *plan, Oid sink)
 	const char *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
 												   get_rel_name(sink));
 	SPIPlanPtr	prepared;
+	char	   *kept = pstrdup(KEPT_COLUMN);
 
 	Assert(plan->nsinkkey > 0);
+	/* a name for the kept flags that no sink column has */
+	for (int i = 0; i < ncols; i++)
+		if (strcmp(plan->sinkcols[i].name, kept) == 0)
+		{
+			kept = psprintf("%s_", kept);
+			i = -1;
+		}
 	initStringInfo(&sql);
 	initStringInfo(&cols);
 	initStringInfo(&dcols);
@@ -155,15 +163,15 @@ prepare_sink_keeping(WeirPlan *plan, Oid sink)
 	appendStringInfoString(&sql, "WITH d AS (SELECT * FROM unnest(");
 	for (int i = 0; i <= ncols; i++)
 		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfo(&sql, ") AS d(%s, " KEPT_COLUMN ")), u AS (UPDATE %s s SET ",
-					 cols.data, table);
+	appendStringInfo(&sql, ") AS d(%s, %s)), u AS (UPDATE %s s SET ",
+					 cols.data, kept, table);
 	for (int i = plan->nsinkkey; i < ncols; i++)
 	{
 		const char *c = quote_identifier(plan->sinkcols[i].name);
 
-		appendStringInfo(&sql, "%s%s = CASE WHEN substr(d." KEPT_COLUMN ", %d, 1) = 'k' "
+		appendStringInfo(&sql, "%s%s = CASE WHEN pg_catalog.substr(d.%s, %d, 1) = 'k' "
 						 "THEN s.%s ELSE d.%s END",
-						 i > plan->nsinkkey ? ", " : "", c, i + 1, c, c);
+						 i > plan->nsinkkey ? ", " : "", c, kept, i + 1, c, c);
 	}
 	appendStringInfo(&sql, " FROM d WHERE %s RETURNING ", key_match(plan, "s"));
 	for (int i = 0; i < plan->nsinkkey; i++)
