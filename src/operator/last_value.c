@@ -28,14 +28,15 @@
  * the same key (the key did not change) is a delete and then a newer row:
  * the key is there again.  Without a ttl a tombstone leaves memory when the
  * watermark passes its time, so a row of a key that is not in memory and
- * is older than the watermark is late (with a ttl, as any key).  A delete of a key not in memory deletes
- * the sink's row anyway (a sink loaded with a snapshot of the table stays
- * right).  A truncate ('T', one per partition) deletes every key whose
- * newest row came from its partition.  An update's columns that keep the
- * sink's value (unchanged TOASTed values, reading.c) take the value the
- * key's pending row has, if it has one, else are written so that the sink
- * keeps its value (WEIR_PKG_SINK_UPSERT_KEEPING; a row not in the sink is
- * inserted with NULL there).
+ * is older than the watermark is late (with a ttl, as any key).  A delete
+ * of a key not in memory deletes the sink's row anyway (a sink loaded with
+ * a snapshot of the table stays right).  A truncate ('T', one per
+ * partition) deletes every key whose newest row came from its partition.
+ * An update's columns that keep the sink's value (unchanged TOASTed
+ * values, reading.c) take the value the key's pending row has, if it has
+ * one, else are written so that the sink keeps its value
+ * (WEIR_PKG_SINK_UPSERT_KEEPING; a row not in the sink is inserted with
+ * NULL there).
  *
  * Copyright (c) 2026, weir developers
  *
