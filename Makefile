@@ -26,6 +26,7 @@ OBJS = \
 	src/definition/definition_parse.o \
 	src/definition/definition_store.o src/definition/write_target.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/transaction.o src/base/act_as.o \
 	src/definition/aggregate.o \
+	src/definition/change_topic.o \
 	src/state/store.o \
 	src/state/window.o \
 	src/catalog_sql/catalog_pipeline.o \
@@ -77,7 +78,7 @@ PGFILEDESC = "weir - stream processing inside PostgreSQL"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define security poison reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic security poison reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

@@ -319,6 +319,9 @@ CREATE TABLE weir.pipeline (
 	right_before		interval,				-- join: r.t BETWEEN l.t - right_before
 	right_after			interval,				--		AND l.t + right_after
 	join_kind			text CHECK (join_kind IN ('inner', 'left')),
+	-- window over a change topic: declared to receive inserts only (its
+	-- other rows are dead letters; aggregates need not take rows back)
+	insert_only			boolean NOT NULL DEFAULT false,
 	columns				text,					-- dedup, last_value; NULL: the source's
 	filter				text,					-- join: the left's
 	right_filter		text,					-- join (filter: the left's)
@@ -340,7 +343,8 @@ CREATE TABLE weir.pipeline (
 	CHECK (operator = 'projection' OR event_time IS NOT NULL),
 	CHECK (operator <> 'join' OR (right_source IS NOT NULL AND right_key IS NOT NULL AND
 								  right_event_time IS NOT NULL AND join_kind IS NOT NULL)),
-	CHECK (operator = 'join' OR right_filter IS NULL)
+	CHECK (operator = 'join' OR right_filter IS NULL),
+	CHECK (operator = 'window' OR NOT insert_only)
 );
 
 -- Source positions and per-partition maximum event times of the last
@@ -465,12 +469,13 @@ CREATE FUNCTION weir.create_pipeline(
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
-	start boolean DEFAULT true)
+	start boolean DEFAULT true,
+	insert_only boolean DEFAULT false)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_pipeline';
-COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, text, interval, interval, interval, text, text, interval, bigint, boolean) IS
-	'define a windowed aggregation over a topic, per key or (key NULL) over all its records; returns the pipeline id';
+COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, text, interval, interval, interval, text, text, interval, bigint, boolean, boolean) IS
+	'define a windowed aggregation over a topic, per key or (key NULL) over all its records; over a change topic, updates and deletes take their rows back unless insert_only declares it has inserts only; returns the pipeline id';
 
 CREATE FUNCTION weir.create_dedup(
 	name text,
@@ -637,6 +642,13 @@ CREATE VIEW weir.pipelines AS
 				WHEN 'last_value' THEN
 					CASE WHEN p.ttl IS NULL THEN 'none: every key is kept forever'
 						 ELSE 'a key leaves, and its sink row is deleted, when the watermark passes its newest row + ' || p.ttl END
+					-- over a change topic, deleted keys (tombstones) leave too
+					|| CASE WHEN p.ttl IS NULL AND EXISTS (
+								SELECT FROM pg_catalog.pg_attribute a
+								 WHERE a.attrelid = p.source AND a.attname = 'change_op'
+								   AND a.atttypid = '"char"'::pg_catalog.regtype AND NOT a.attisdropped)
+							THEN ' but a deleted one, which leaves when the watermark passes its deletion'
+							ELSE '' END
 				ELSE 'a window leaves when the watermark passes its end + ' || p.allowed_lateness
 		   END AS retention,
 		   nullif(concat_ws('; ',

@@ -39,7 +39,8 @@
 	"out_of_orderness, allowed_lateness, idle_timeout, emit, sink, late_records, " \
 	"checkpoint_interval, max_state_memory, definition, enabled, created_at, " \
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
-	"right_before, right_after, join_kind, status, names, nkeys, refresh_horizon, right_filter"
+	"right_before, right_after, join_kind, status, names, nkeys, refresh_horizon, right_filter, " \
+	"insert_only"
 
 /* weir.pipeline.status, in WeirPipelineStatus order */
 static const char *const status_names[] = {
@@ -177,6 +178,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	d = get_datum(34, &isnull);
 	row->refresh_horizon = isnull || DatumGetBool(d);	/* null: not a dedup */
 	row->right_filter = get_text(35, cxt);
+	row->insert_only = DatumGetBool(get_datum(36, &isnull));
 }
 
 static bool
@@ -212,13 +214,13 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[32] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[33] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
 		OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
 		INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID, TEXTOID,
-	BOOLOID, TEXTOID};
-	Datum		values[32];
-	char		nulls[32];
+	BOOLOID, TEXTOID, BOOLOID};
+	Datum		values[33];
+	char		nulls[33];
 	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(row->names), 1));
 	ListCell   *lc;
 	int			n = 0;
@@ -302,6 +304,7 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 		values[31] = CStringGetTextDatum(row->right_filter);
 	else
 		nulls[31] = 'n';
+	values[32] = BoolGetDatum(row->insert_only);
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -311,12 +314,12 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
 					  "max_state_memory, names, enabled, operator, horizon, columns, ttl, "
 					  "right_source, right_key, right_event_time, right_before, right_after, join_kind, "
-					  "nkeys, status, refresh_horizon, right_filter) "
+					  "nkeys, status, refresh_horizon, right_filter, insert_only) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
-					  "$29, $30, $31, $32) "
+					  "$29, $30, $31, $32, $33) "
 					  "RETURNING id",
-					  32, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  33, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;
@@ -505,6 +508,38 @@ weir_catalog_write_late(Oid late_table, Oid source, Datum parts, Datum positions
 							   name, into.data, from.data, source_name),
 					  4, types, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
+}
+
+/*
+ * The record of topic `source` at partition `part`, position `pos`, as
+ * JSON text in the caller's memory context; NULL if it is gone (retention
+ * passed it).  Read as the current user (a worker: the pipeline's owner,
+ * who may read its sources).  Needs a transaction.
+ */
+char *
+weir_catalog_topic_record(Oid source, int32 part, int64 pos)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+												  get_rel_name(source));
+	Oid			types[2] = {INT4OID, INT8OID};
+	Datum		values[2] = {Int32GetDatum(part), Int64GetDatum(pos)};
+	char	   *record = NULL;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	weir_catalog_exec(psprintf("SELECT pg_catalog.to_jsonb(t.*)::text FROM ONLY %s t "
+							   "WHERE t.part = $1 AND t.pos = $2", name),
+					  2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (v)
+			record = MemoryContextStrdup(cxt, v);
+	}
+	SPI_finish();
+	return record;
 }
 
 /* Ids of the pipelines that should run, as a List of ints. */

@@ -106,6 +106,7 @@ typedef struct WeirPipelineRow
 	Interval	right_before;	/* r.t BETWEEN l.t - right_before */
 	Interval	right_after;	/* AND l.t + right_after */
 	char	   *join_kind;		/* "inner" or "left" */
+	bool		insert_only;	/* window over a change topic: inserts only */
 	WeirPipelineStatus status;	/* as read; insert writes starting or
 								 * stopped, as enabled says */
 } WeirPipelineRow;
@@ -125,6 +126,7 @@ extern void weir_catalog_pipeline_alter(int32 id, int64 max_state_memory,
 										Interval *checkpoint_interval);
 extern void weir_catalog_write_late(Oid late_table, Oid source, Datum parts,
 									Datum positions, Datum watermark, bool as_record);
+extern char *weir_catalog_topic_record(Oid source, int32 part, int64 pos);
 extern List *weir_catalog_enabled_pipelines(void);
 extern void weir_catalog_run_ddl(const char *sql);
 

@@ -58,6 +58,16 @@ guarded_sink_rows(void *arg, WeirColumn *cols)
 }
 
 static void
+guarded_sink_rows_keeping(void *arg, WeirColumn *cols)
+{
+	GuardedWrite *g = arg;
+	WeirSink   *sink = g->target->sink;
+
+	sink->ops->write_keeping(sink, cols, g->ncols);
+	pg_atomic_fetch_add_u64(&g->target->slot->records_out, cols[0].n);
+}
+
+static void
 guarded_sink_deletes(void *arg, WeirColumn *cols)
 {
 	GuardedWrite *g = arg;
@@ -136,7 +146,7 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 	WeirPackageReader r;
 	const WeirPackageHeader *h = weir_package_read_begin(&r, data, len);
 	const WeirPackageOp *op;
-	int			maxcols = Max(target->plan->nsinkcols, 4);
+	int			maxcols = Max(target->plan->nsinkcols + 1, 4);	/* + kept */
 	WeirColumn *cols = palloc(sizeof(WeirColumn) * maxcols);
 	List	   *chunks;
 	int64		state_deletes = 0;
@@ -167,6 +177,15 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 
 					weir_guarded_write(row, records_dead, cols, op->ncols,
 									   guarded_sink_rows, &g, &t);
+					break;
+				}
+			case WEIR_PKG_SINK_UPSERT_KEEPING:
+				{
+					GuardedWrite g = {target, op->ncols, true, 0, InvalidOid};
+					WeirGuardTarget t = sink_guard(target->sink);
+
+					weir_guarded_write(row, records_dead, cols, op->ncols,
+									   guarded_sink_rows_keeping, &g, &t);
 					break;
 				}
 			case WEIR_PKG_CHUNKS:

@@ -25,6 +25,10 @@ typedef enum WeirPackageOpKind
 	WEIR_PKG_SINK_DELETE,		/* columns: the sink's key */
 	WEIR_PKG_SINK_INSERT,		/* columns: the sink's; first emissions */
 	WEIR_PKG_SINK_UPSERT,		/* columns: the sink's; rows already there */
+	WEIR_PKG_SINK_UPSERT_KEEPING,	/* columns: the sink's, then a text of a
+									 * character per sink column, 'k': it
+									 * keeps the value the sink has (last
+									 * value: an update left it unchanged) */
 	WEIR_PKG_CHUNKS,			/* state chunks of one space */
 	WEIR_PKG_POSITIONS,			/* columns: partition, position, max event time */
 	WEIR_PKG_DEAD_LETTERS,		/* columns: partition, position, error, record */

@@ -15,6 +15,8 @@
  *					more than an int64 count could number.  Eight bytes a
  *					window fewer than a separate count (bench/window.sh)
  *	avg (int):		int64 n, int128 sum
+ *	sum (int) over a change topic (WEIR_AGG_SUM_INT_COUNTED): as avg (int):
+ *					an input taken back must know when none is left (NULL)
  *	sum (f8):		int64 n, float8 sum
  *	avg (f8):		int64 n, float8 sum, float8 sum of squared deviations
  *					(Youngs-Cramer, as float8_accum keeps it: only for its
@@ -27,6 +29,10 @@
  * n counts non-null inputs, so an all-null window yields NULL as SQL does.
  * Final values are computed with PostgreSQL's own functions (numeric
  * division for avg over integers), so they match what GROUP BY returns.
+ *
+ * Over a change topic, a row's before image or delete takes its inputs back
+ * (weir_agg_retract): count, and sum and avg over integers, whose states
+ * are exact (int128 sums), are what they would be had the row never come.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -231,6 +237,7 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 		case WEIR_AGG_COUNT:
 			break;
 		case WEIR_AGG_AVG_INT:
+		case WEIR_AGG_SUM_INT_COUNTED:
 			{
 				int128		sum;
 
@@ -280,6 +287,58 @@ weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull)
 }
 
 /*
+ * Whether weir_agg_retract can take this input back: the states hold an
+ * input like it (a count that would go below zero means the before image
+ * or delete does not match what was added).  Only for the kinds
+ * definition.c lets a change topic have.
+ */
+bool
+weir_agg_can_retract(WeirAggSpec *agg, char *states, Datum value, bool isnull)
+{
+	switch (agg->kind)
+	{
+		case WEIR_AGG_COUNT_STAR:
+			return *state_n(agg, states) > 0;
+		case WEIR_AGG_COUNT:
+		case WEIR_AGG_SUM_INT_COUNTED:
+		case WEIR_AGG_AVG_INT:
+			return isnull || *state_n(agg, states) > 0;
+		default:
+			elog(ERROR, "aggregate kind %d cannot take back an input", agg->kind);
+	}
+	return false;				/* keep compiler quiet */
+}
+
+/*
+ * Take one input back (an update's before image, a delete): the states
+ * become what they would be had it never been added (weir_agg_accum).  The
+ * caller has asked weir_agg_can_retract.
+ */
+void
+weir_agg_retract(WeirAggSpec *agg, char *states, Datum value, bool isnull)
+{
+	int64	   *n = state_n(agg, states);
+
+	Assert(weir_agg_can_retract(agg, states, value, isnull));
+	if (agg->kind == WEIR_AGG_COUNT_STAR)
+	{
+		(*n)--;
+		return;
+	}
+	if (isnull)
+		return;
+	if (agg->kind == WEIR_AGG_SUM_INT_COUNTED || agg->kind == WEIR_AGG_AVG_INT)
+	{
+		int128		sum;
+
+		memcpy(&sum, state_value(agg, states), sizeof(int128));
+		sum -= integer_value(agg->argtype, value);
+		memcpy(state_value(agg, states), &sum, sizeof(int128));
+	}
+	(*n)--;
+}
+
+/*
  * The error weir_agg_final would raise for these states, as GROUP BY over
  * the same rows raises it, or NULL: a checkpoint asks first, so that such
  * a window becomes a dead letter instead of failing every checkpoint.
@@ -292,6 +351,15 @@ weir_agg_final_problem(WeirAggSpec *agg, char *states)
 		int128		sum;
 
 		if (sum_int_get(agg, states, &sum) && (sum < PG_INT64_MIN || sum > PG_INT64_MAX))
+			return "bigint out of range";
+	}
+	else if (agg->kind == WEIR_AGG_SUM_INT_COUNTED && agg->resulttype == INT8OID &&
+			 *state_n(agg, states) > 0)
+	{
+		int128		sum;
+
+		memcpy(&sum, state_value(agg, states), sizeof(int128));
+		if (sum < PG_INT64_MIN || sum > PG_INT64_MAX)
 			return "bigint out of range";
 	}
 	else if ((agg->kind == WEIR_AGG_SUM_FLOAT8 || agg->kind == WEIR_AGG_AVG_FLOAT8) &&
@@ -334,6 +402,7 @@ weir_agg_combine(WeirAggSpec *agg, char *into, char *from)
 		case WEIR_AGG_COUNT:
 			break;
 		case WEIR_AGG_AVG_INT:
+		case WEIR_AGG_SUM_INT_COUNTED:
 			{
 				int128		a;
 				int128		b;
@@ -462,6 +531,19 @@ weir_agg_final(WeirAggSpec *agg, char *states, bool *isnull)
 				memcpy(&sum, state_value(agg, states), sizeof(int128));
 				return DirectFunctionCall2(numeric_div, int128_numeric(sum),
 										   NumericGetDatum(int64_to_numeric(n)));
+			}
+		case WEIR_AGG_SUM_INT_COUNTED:
+			{
+				int128		sum;
+
+				memcpy(&sum, state_value(agg, states), sizeof(int128));
+				if (agg->resulttype != INT8OID)
+					return int128_numeric(sum);
+				if (sum < PG_INT64_MIN || sum > PG_INT64_MAX)
+					ereport(ERROR,
+							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							 errmsg("bigint out of range")));
+				return Int64GetDatum((int64) sum);
 			}
 		case WEIR_AGG_SUM_FLOAT8:
 			return Float8GetDatum(*(float8 *) state_value(agg, states));

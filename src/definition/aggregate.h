@@ -18,6 +18,8 @@
 #include "definition/definition.h"
 
 extern void weir_agg_accum(WeirAggSpec *agg, char *states, Datum value, bool isnull);
+extern bool weir_agg_can_retract(WeirAggSpec *agg, char *states, Datum value, bool isnull);
+extern void weir_agg_retract(WeirAggSpec *agg, char *states, Datum value, bool isnull);
 extern void weir_agg_combine(WeirAggSpec *agg, char *into, char *from);
 extern Datum weir_agg_final(WeirAggSpec *agg, char *states, bool *isnull);
 extern const char *weir_agg_final_problem(WeirAggSpec *agg, char *states);

@@ -26,7 +26,9 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "access/sysattr.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_agg.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
@@ -36,6 +38,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "definition/change_topic.h"
 #include "definition/definition.h"
 
 static void add_sink_column(WeirPlan *plan, const char *name, Oid type, int32 typmod,
@@ -212,6 +215,7 @@ agg_state_size(WeirAggKind kind)
 			return 16;
 		case WEIR_AGG_AVG_INT:
 		case WEIR_AGG_AVG_FLOAT8:
+		case WEIR_AGG_SUM_INT_COUNTED:
 			return 24;
 		case WEIR_AGG_GENERIC:
 			return 8;			/* a pointer to worker-local state */
@@ -285,10 +289,37 @@ plan_generic(WeirAggSpec *a, Aggref *aggref)
 	ReleaseSysCache(tup);
 }
 
+/*
+ * Over a change topic (plan->retract), an aggregate must take a row back
+ * exactly: count, and sum and avg over integers (whose sum weir keeps in
+ * 128 bits) can; min and max cannot without every row, float sums not
+ * exactly, and the generic path has no inverse.
+ */
+static void
+refuse_unretractable(WeirPlan *plan, WeirAggSpec *a)
+{
+	switch (a->kind)
+	{
+		case WEIR_AGG_COUNT_STAR:
+		case WEIR_AGG_COUNT:
+		case WEIR_AGG_SUM_INT_COUNTED:
+		case WEIR_AGG_AVG_INT:
+			return;
+		default:
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("aggregate \"%s\" cannot take back the rows of change topic \"%s\"",
+					a->name, get_rel_name(plan->source)),
+			 errdetail("Over a change topic, an update's before image and a delete take their row back out of its windows; only count, and sum and avg over integer types, can do that exactly."),
+			 errhint("Declare insert_only => true if the topic receives only inserts, or aggregate with count, sum or avg over integers.")));
+}
+
 static void
 plan_aggregates(WeirPlan *plan, WeirDefinition *def, int from)
 {
-	int			n = list_length(def->query->targetList) - from;
+	int			n = def->nitems - from;
 	Size		offset = 0;
 
 	plan->naggs = n;
@@ -318,6 +349,11 @@ plan_aggregates(WeirPlan *plan, WeirDefinition *def, int from)
 			refuse_stored("an aggregate refers to another source");
 		kind = agg_kind(aggref->aggfnoid);
 		a->kind = kind < 0 ? WEIR_AGG_GENERIC : (WeirAggKind) kind;
+		/* a sum that can take inputs back counts them (aggregate.c) */
+		if (plan->retract && a->kind == WEIR_AGG_SUM_INT)
+			a->kind = WEIR_AGG_SUM_INT_COUNTED;
+		if (plan->retract)
+			refuse_unretractable(plan, a);
 		a->collation = aggref->inputcollid;
 		if (a->kind == WEIR_AGG_GENERIC)
 			plan_generic(a, aggref);
@@ -339,6 +375,12 @@ plan_aggregates(WeirPlan *plan, WeirDefinition *def, int from)
 		a->offset = offset;
 		offset += agg_state_size(a->kind);
 	}
+	/* the rows a window holds, whatever its aggregates count */
+	if (plan->retract)
+	{
+		plan->rows_offset = offset;
+		offset += sizeof(int64);
+	}
 	plan->state_size = MAXALIGN(offset);
 }
 
@@ -350,7 +392,7 @@ plan_aggregates(WeirPlan *plan, WeirDefinition *def, int from)
 static void
 plan_columns(WeirPlan *plan, WeirDefinition *def, int from, int side)
 {
-	int			n = list_length(def->query->targetList) - from;
+	int			n = def->nitems - from;
 
 	plan->columns = palloc0(sizeof(WeirColumnSpec) * Max(n, 1));
 	plan->ncolumns = 0;
@@ -407,6 +449,36 @@ join_filter(Node *quals, int side)
 	return side == 1 ? right_expr((Expr *) filter) : (Expr *) filter;
 }
 
+/*
+ * The change items of side `side` (definition.h): change_op and
+ * unchanged_columns of its source, each a bare Var of it of its type.
+ */
+static void
+plan_change_items(WeirPlan *plan, WeirDefinition *def, int side)
+{
+	for (int i = def->nitems; i < list_length(def->query->targetList); i++)
+	{
+		Expr	   *expr = item_expr(def, i);
+		Var		   *var = (Var *) expr;
+
+		if (!IsA(expr, Var) || var->varattno <= 0 || var->varlevelsup != 0 ||
+			(var->varno != 1 && var->varno != 2))
+			refuse_stored("a change item is not a column of a source");
+		if (var->varno != side + 1)
+			continue;
+		if (var->vartype == CHAROID && plan->change_op == NULL &&
+			var->varattno == weir_change_op_attnum(plan->source))
+			plan->change_op = side == 1 ? right_expr(expr) : expr;
+		else if (var->vartype == NAMEARRAYOID && plan->unchanged == NULL &&
+				 var->varattno == weir_change_unchanged_attnum(plan->source))
+			plan->unchanged = side == 1 ? right_expr(expr) : expr;
+		else
+			refuse_stored("a change item is not change_op or unchanged_columns of its source");
+	}
+	if (plan->unchanged && plan->change_op == NULL)
+		refuse_stored("it has unchanged_columns without change_op");
+}
+
 static WeirPlan *
 new_plan(WeirDefinition *def, int side)
 {
@@ -415,6 +487,7 @@ new_plan(WeirDefinition *def, int side)
 
 	plan->op = def->op;
 	plan->source = def->sources[side];
+	plan_change_items(plan, def, side);
 	if (quals && def->op == WEIR_OP_JOIN)
 		plan->filter = join_filter(quals, side);
 	else if (quals)
@@ -426,6 +499,68 @@ new_plan(WeirDefinition *def, int side)
 	return plan;
 }
 
+/*
+ * Over a change topic, what a window takes back must be what its row
+ * added, so every expression (keys, event time, filter, aggregate
+ * arguments) must depend on the row's own columns only: not on change_op,
+ * commit_lsn, commit_time or unchanged_columns, which a before image or a
+ * delete does not repeat.
+ */
+static void
+refuse_change_columns(WeirPlan *plan, Node *expr)
+{
+	Bitmapset  *attnos = NULL;
+	int			a = -1;
+
+	pull_varattnos(expr, 1, &attnos);
+	while ((a = bms_next_member(attnos, a)) >= 0)
+	{
+		AttrNumber	attnum = a + FirstLowInvalidHeapAttributeNumber;
+
+		if (attnum > 0 && weir_change_describes_change(plan->source, attnum))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("window aggregates over change topic \"%s\" cannot use column \"%s\"",
+							get_rel_name(plan->source),
+							get_attname(plan->source, attnum, false)),
+					 errdetail("An update's before image and a delete take back what their row added, which must depend on the row's own columns only; change_op, commit_lsn, commit_time and unchanged_columns describe the change."),
+					 errhint("Use columns of the table, for the event time a timestamp the rows hold, or declare insert_only => true if the topic receives only inserts.")));
+	}
+}
+
+/* A window over a change topic: what it can take back (refuse_*). */
+static void
+plan_window_changes(WeirPlan *plan, WeirDefinition *def, const WeirPlanOptions *options)
+{
+	if (options->insert_only && plan->change_op == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("insert_only applies only to change topics"),
+				 errdetail("Topic \"%s\" has no column change_op of type \"char\": every row of it is an insert.",
+						   get_rel_name(plan->source)),
+				 errhint("Leave insert_only out.")));
+	plan->insert_only = options->insert_only;
+	plan->retract = plan->change_op != NULL && !plan->insert_only;
+	if (!plan->retract)
+		return;
+	if (options->windowing.kind == WEIR_WINDOW_SESSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session windows over change topic \"%s\" cannot take back rows",
+						get_rel_name(plan->source)),
+				 errdetail("Taking a row back out of a session may split it, which needs every row of the session."),
+				 errhint("Use tumbling or hopping windows, or declare insert_only => true if the topic receives only inserts.")));
+	for (int i = 0; i < def->nitems; i++)
+	{
+		Expr	   *expr = item_expr(def, i);
+
+		/* an aggregate's arguments: its Aggref */
+		refuse_change_columns(plan, (Node *) expr);
+	}
+	if (plan->filter)
+		refuse_change_columns(plan, (Node *) plan->filter);
+}
+
 static WeirPlan *
 plan_window(WeirDefinition *def, const WeirPlanOptions *options)
 {
@@ -433,6 +568,7 @@ plan_window(WeirDefinition *def, const WeirPlanOptions *options)
 
 	plan_keys(plan, def, 0, def->nkeys, false);
 	plan_event_time(plan, def, def->nkeys, false);
+	plan_window_changes(plan, def, options);
 	plan_aggregates(plan, def, def->nkeys + 1);
 	plan->windowing = options->windowing;
 
@@ -505,7 +641,7 @@ plan_join(WeirDefinition *def, const WeirPlanOptions *options)
 	WeirPlan   *left = new_plan(def, 0);
 	WeirPlan   *right = new_plan(def, 1);
 	int			from = 2 * def->nkeys + 2;
-	int			n = list_length(def->query->targetList) - from;
+	int			n = def->nitems - from;
 	int			next[2] = {0, 0};
 
 	plan_keys(left, def, 0, def->nkeys, false);
@@ -569,6 +705,12 @@ weir_definition_plan(WeirDefinition *def, const WeirPlanOptions *options)
 	}
 	if (n < needed)
 		refuse_stored("it has too few items for its kind");
+	/* the change items: the items after the others named "" (definition.h) */
+	def->nitems = n;
+	while (def->nitems > needed && strVal(list_nth(def->names, def->nitems - 1))[0] == '\0')
+		def->nitems--;
+	if (def->op == WEIR_OP_PROJECTION && def->nitems != n)
+		refuse_stored("a projection has change items");
 	switch (def->op)
 	{
 		case WEIR_OP_WINDOW:

@@ -52,6 +52,9 @@ typedef enum WeirAggKind
 	WEIR_AGG_MAX,
 	WEIR_AGG_AVG_INT,			/* int2, int4, int8 -> numeric */
 	WEIR_AGG_AVG_FLOAT8,
+	WEIR_AGG_SUM_INT_COUNTED,	/* sum over a change topic: int2, int4 -> int8;
+								 * int8 -> numeric, with the count of its
+								 * inputs, so that it can take them back */
 	WEIR_AGG_GENERIC			/* any aggregate, through its catalog entry */
 } WeirAggKind;
 
@@ -172,18 +175,37 @@ struct WeirPlan
 	bool		left_outer;
 	int		   *sink_side;
 	int		   *sink_index;
+
+	/*
+	 * A change topic as source (change_topic.h; a join: this side's):
+	 * change_op, a Var of the source ("char"); NULL for an ordinary topic,
+	 * whose every row is an insert.  unchanged: its unchanged_columns
+	 * (name[]) where the operator reads it (last value, window), or NULL.
+	 */
+	Expr	   *change_op;
+	Expr	   *unchanged;
+	bool		insert_only;	/* window: declared to have inserts only */
+	bool		retract;		/* window over a change topic, not
+								 * insert_only: before images and deletes
+								 * take their row back */
+	int			rows_offset;	/* retract: bytes into a window's states of
+								 * an int64, the rows it holds */
 };
 
 /*
  * A pipeline's definition with its expressions bound: one query
  *	SELECT <items> FROM ONLY source [, ONLY right_source]
- *	  [WHERE filter] [GROUP BY keys, event time]
+ *	  [WHERE filter] [GROUP BY keys, event time, change items]
  * analysed once, at creation, and stored as a view (definition_store.c),
  * which is what a worker runs.  Its target list, by operator:
  *	window:				keys, event time, aggregates
  *	dedup, last value:	keys, event time, columns
  *	projection:			columns
  *	join:				left keys, right keys, left time, right time, columns
+ * then the change items: for each source that is a change topic
+ * (change_topic.h), but not a projection's, its change_op and (last value,
+ * a window without insert_only) its unchanged_columns, bare Vars named ""
+ * as event times are, a join's left source's first.
  * Vars refer to the source as varno 1 (a join's right source: 2).  A
  * join's WHERE, when it has a filter, is exactly two conditions ANDed:
  * the left filter (over varno 1) and the right filter (over varno 2), a
@@ -196,6 +218,8 @@ typedef struct WeirDefinition
 	int			nsources;
 	Oid			sources[2];
 	int			nkeys;			/* key expressions (a join: on each side) */
+	int			nitems;			/* items before the change items (set by
+								 * weir_definition_plan) */
 	Query	   *query;
 	List	   *names;			/* String per target entry: its sink-facing
 								 * name; "" for event times */
@@ -215,6 +239,7 @@ typedef struct WeirDefinitionText
 	const char *columns;		/* NULL: the source's (a join: both sources') */
 	const char *filter;			/* a join: the left's */
 	const char *right_filter;	/* join */
+	bool		insert_only;	/* window: a change topic with inserts only */
 } WeirDefinitionText;
 
 /* What a plan takes besides expressions: the catalog row's intervals */
@@ -226,6 +251,7 @@ typedef struct WeirPlanOptions
 	int64		right_before;	/* us; join */
 	int64		right_after;	/* us; join */
 	bool		left_outer;
+	bool		insert_only;	/* window */
 } WeirPlanOptions;
 
 extern WeirPlan *weir_definition_plan(WeirDefinition *def, const WeirPlanOptions *options);

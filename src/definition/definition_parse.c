@@ -29,6 +29,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/sysattr.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -42,6 +43,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "definition/change_topic.h"
 #include "definition/definition.h"
 #include "definition/definition_parse.h"
 #include "topic/topic_table.h"
@@ -331,13 +333,30 @@ parse_aggregates(Oid source, const char *aggregates)
 }
 
 /*
+ * Whether a default column list leaves out column `att` of `source`: its
+ * partition and position (the sink, a table or another topic, has its
+ * own), and with `changes`, a change topic's change_op and
+ * unchanged_columns, which describe a change, not the row (last value,
+ * dedup and join write rows, not changes).
+ */
+static bool
+default_skips(Oid source, Form_pg_attribute att, bool changes)
+{
+	if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
+		att->attnum == WEIR_TOPIC_POS_ATTNUM)
+		return true;
+	return changes && (att->attnum == weir_change_op_attnum(source) ||
+					   att->attnum == weir_change_unchanged_attnum(source));
+}
+
+/*
  * The default columns of a record-emitting operator: every column of the
- * source but its partition and position (the sink, a table or another
- * topic, has its own), and with skip_keys but those named as a key (last
- * value writes its keys first).  Bound now, like any other column list.
+ * source but those default_skips leaves out, and those named as a key in
+ * keynames (last value writes its keys first).  Bound now, like any other
+ * column list.
  */
 static char *
-default_columns(Oid source, List *keynames)
+default_columns(Oid source, List *keynames, bool changes)
 {
 	StringInfoData all;
 	Relation	rel = relation_open(source, AccessShareLock);
@@ -353,8 +372,7 @@ default_columns(Oid source, List *keynames)
 		foreach(lc, keynames)
 			if (strcmp(lfirst(lc), NameStr(att->attname)) == 0)
 				is_key = true;
-		if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
-			att->attnum == WEIR_TOPIC_POS_ATTNUM || is_key)
+		if (is_key || default_skips(source, att, changes))
 			continue;
 		appendStringInfo(&all, "%s%s", all.len > 0 ? ", " : "",
 						 quote_identifier(NameStr(att->attname)));
@@ -364,12 +382,12 @@ default_columns(Oid source, List *keynames)
 }
 
 static Piece
-parse_columns(Oid source, const char *columns, List *skip)
+parse_columns(Oid source, const char *columns, List *skip, bool changes)
 {
 	Piece		piece;
 
 	if (columns == NULL)
-		columns = default_columns(source, skip);
+		columns = default_columns(source, skip, changes);
 	piece = piece_of(analyze_over(&source, 1, columns, NULL, "columns"), "columns",
 					 "column", false);
 	if (piece.exprs == NIL)
@@ -381,8 +399,8 @@ parse_columns(Oid source, const char *columns, List *skip)
  * A join's columns: "SELECT <columns> FROM ONLY left l, ONLY right r",
  * each expression over one side only (each side's values are computed when
  * its record arrives and kept with it until matched).  By default every
- * column of both sources but partition and position, right columns whose
- * name the left already uses prefixed with right_.
+ * column of both sources but those default_skips leaves out, right columns
+ * whose name the left already uses prefixed with right_.
  */
 static Piece
 parse_join_columns(const Oid *sources, const char *columns)
@@ -408,8 +426,7 @@ parse_join_columns(const Oid *sources, const char *columns)
 				char	   *name = NameStr(att->attname);
 				bool		taken = false;
 
-				if (att->attisdropped || att->attnum == WEIR_TOPIC_PART_ATTNUM ||
-					att->attnum == WEIR_TOPIC_POS_ATTNUM)
+				if (default_skips(sources[side], att, true))
 					continue;
 				foreach(lc, left_names)
 					if (strcmp(lfirst(lc), name) == 0)
@@ -508,6 +525,51 @@ add_items(Assembly *a, Piece *piece, int varno, const char *colname, bool number
 	}
 }
 
+/*
+ * Column attnum of the source of varno as an item of its own, named
+ * `colname` in the view and "" in the catalog (definition.h), grouped by
+ * with `group` (a window's), so that the view stays a valid query.
+ */
+static void
+add_column_item(Assembly *a, int varno, AttrNumber attnum, const char *colname, bool group)
+{
+	RangeTblEntry *rte = list_nth_node(RangeTblEntry, a->rtable, varno - 1);
+	Oid			type;
+	int32		typmod;
+	Oid			collation;
+	Piece		piece = {NULL, NIL, NIL};
+	Query		fake;
+
+	get_atttypetypmodcoll(rte->relid, attnum, &type, &typmod, &collation);
+	rte->selectedCols = bms_add_member(rte->selectedCols,
+									   attnum - FirstLowInvalidHeapAttributeNumber);
+	/* add_items reads the permissions of a piece's query: none to add */
+	memset(&fake, 0, sizeof(fake));
+	piece.query = &fake;
+	piece.exprs = list_make1(makeVar(1, attnum, type, typmod, collation, 0));
+	piece.names = list_make1("");
+	add_items(a, &piece, varno, colname, false, group);
+}
+
+/*
+ * The change items of the source of varno, when it is a change topic
+ * (change_topic.h; definition.h): its change_op, and with `unchanged` its
+ * unchanged_columns, if it has one.
+ */
+static void
+add_change_items(Assembly *a, int varno, bool unchanged, bool group)
+{
+	Oid			source = a->def->sources[varno - 1];
+	AttrNumber	op = weir_change_op_attnum(source);
+	AttrNumber	kept = weir_change_unchanged_attnum(source);
+
+	if (op == InvalidAttrNumber)
+		return;
+	add_column_item(a, varno, op, varno == 1 ? "change_op" : "right_change_op", group);
+	if (unchanged && kept != InvalidAttrNumber)
+		add_column_item(a, varno, kept, "unchanged_columns", group);
+}
+
 /* Start the query over the sources, with the range table of `base`. */
 static Assembly
 begin_assembly(WeirOperatorKind op, const Oid *sources, int nsources, Query *base,
@@ -578,6 +640,7 @@ weir_definition_parse(const WeirDefinitionText *text)
 					add_items(&a, &keys, 1, "key", true, true);
 				add_items(&a, &time, 1, "event_time", false, true);
 				add_items(&a, &aggs, 1, "aggregate", true, false);
+				add_change_items(&a, 1, !text->insert_only, true);
 				a.def->query->hasAggs = true;
 				break;
 			}
@@ -589,18 +652,21 @@ weir_definition_parse(const WeirDefinitionText *text)
 				Piece		time = parse_event_time(text->source, text->event_time, "event_time");
 				/* last value writes its keys first: the columns leave them out */
 				Piece		columns = parse_columns(text->source, text->columns,
-													text->op == WEIR_OP_LAST_VALUE ? keys.names : NIL);
+													text->op == WEIR_OP_LAST_VALUE ? keys.names : NIL,
+													true);
 
 				a = begin_assembly(text->op, sources, 1, keys.query, quals);
 				a.def->nkeys = list_length(keys.exprs);
 				add_items(&a, &keys, 1, "key", true, false);
 				add_items(&a, &time, 1, "event_time", false, false);
 				add_items(&a, &columns, 1, "column", true, false);
+				add_change_items(&a, 1, text->op == WEIR_OP_LAST_VALUE, false);
 				break;
 			}
 		case WEIR_OP_PROJECTION:
 			{
-				Piece		columns = parse_columns(text->source, text->columns, NIL);
+				/* a projection passes changes on as they are: none skipped */
+				Piece		columns = parse_columns(text->source, text->columns, NIL, false);
 
 				a = begin_assembly(text->op, sources, 1, columns.query, quals);
 				add_items(&a, &columns, 1, "column", true, false);
@@ -647,6 +713,8 @@ weir_definition_parse(const WeirDefinitionText *text)
 				add_items(&a, &ltime, 1, "left_event_time", false, false);
 				add_items(&a, &rtime, 2, "right_event_time", false, false);
 				add_items(&a, &columns, 1, "column", true, false);
+				add_change_items(&a, 1, false, false);
+				add_change_items(&a, 2, false, false);
 				break;
 			}
 		default:

@@ -68,6 +68,7 @@ weir_pipeline_plan_options(WeirPipelineRow *row, WeirPlanOptions *o)
 	if (row->has_horizon)
 		o->retention = weir_interval_usecs(&row->horizon, "horizon");
 	o->refresh_horizon = row->refresh_horizon;
+	o->insert_only = row->insert_only;
 	if (row->has_ttl)
 		o->retention = weir_interval_usecs(&row->ttl, "ttl");
 	if (row->join_kind)

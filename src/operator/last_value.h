@@ -16,7 +16,7 @@
 
 #include "operator/operator.h"
 
-extern Size weir_last_value_entry_state(void);
+extern Size weir_last_value_entry_state(WeirPlan *plan);
 extern void weir_last_value_operator_init(WeirOperator *op);
 
 #endif							/* WEIR_LASTVALUE_H */

@@ -35,7 +35,7 @@ weir_operator_entry_state(WeirPlan *plan)
 		case WEIR_OP_DEDUP:
 			return weir_dedup_entry_state();
 		case WEIR_OP_LAST_VALUE:
-			return weir_last_value_entry_state();
+			return weir_last_value_entry_state(plan);
 		case WEIR_OP_JOIN:
 			return weir_join_entry_state();
 		case WEIR_OP_PROJECTION:

@@ -11,7 +11,7 @@
  * records, and calls the operator:
  *
  *	apply				one record, neither dead nor filtered (slot lock held
- *						exclusively)
+ *						exclusively); over a change topic, with its operation
  *	expire				the watermark moved (slot lock held exclusively)
  *	collect				a checkpoint's sync phase: the sink rows owed and the
  *						state chunks that changed, into the package (takes the
@@ -64,12 +64,18 @@ typedef struct WeirRecord
 	int			side;			/* 0; a join's right side: 1 */
 	int32		part;			/* in its source's numbering */
 	int64		position;
-	TimestampTz t;				/* event time (a projection: none) */
+	TimestampTz t;				/* event time (a projection: none; a
+								 * truncate: DT_NOBEGIN if it has none) */
+	char		op;				/* change_op (change_topic.h): 'I' for a
+								 * row of an ordinary topic */
 	const char *key;			/* key image (key_image.h) */
 	uint32		keylen;
 	uint32		keyhash;		/* weir_key_image_hash of it */
 	Datum	   *values;			/* the side's arguments or columns */
 	bool	   *nulls;
+	const bool *kept;			/* last value: columns that keep the sink's
+								 * value (an update left them unchanged);
+								 * NULL: none */
 } WeirRecord;
 
 /* What applying a record did */
@@ -78,6 +84,9 @@ typedef enum WeirApplied
 	WEIR_APPLIED,				/* state changed, or a row is owed */
 	WEIR_DROPPED,				/* changed nothing: a duplicate, an older row */
 	WEIR_LATE,					/* too late for state: the worker counts it */
+	WEIR_REFUSED,				/* contradicts the state (a before image of a
+								 * row that is not there): a dead letter,
+								 * WeirOperator.refused says why */
 	WEIR_NO_MEMORY				/* state memory ran out: the worker stops */
 } WeirApplied;
 
@@ -153,6 +162,9 @@ struct WeirOperator
 	 * row with partners up to its larger bound before it.
 	 */
 	int64		rows_behind;
+
+	/* WEIR_REFUSED: why (a constant string, or in the current context) */
+	const char *refused;
 };
 
 extern Size weir_operator_entry_state(WeirPlan *plan);

@@ -12,6 +12,16 @@
  * window_chunks.c's.  This file is what the worker asks of them
  * (operator.h).
  *
+ * Over a change topic (plan->retract; README "Change topics"), inserts and
+ * updates add their row to its windows, before images and deletes take it
+ * back (weir_agg_retract), and each window counts the rows it holds
+ * (plan->rows_offset).  A window whose rows all went is no row of the
+ * sink, as GROUP BY has no group without rows: it is not written, and its
+ * row, if written already, is deleted.  A row taken back from a window
+ * that does not hold one like it is refused (a dead letter): the change
+ * topic does not match what was read (a before image without its row,
+ * values that differ).
+ *
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
@@ -25,6 +35,7 @@
 #include "utils/timestamp.h"
 
 #include "definition/aggregate.h"
+#include "definition/change_topic.h"
 #include "definition/key_image.h"
 #include "operator/output.h"
 #include "operator/window_aggregate.h"
@@ -57,6 +68,85 @@ accumulate(WeirPlan *plan, char *states, Datum *values, bool *nulls)
 	}
 }
 
+/* The rows a window holds (plan->retract), by its states. */
+static inline int64 *
+window_rows(WeirPlan *plan, char *states)
+{
+	return (int64 *) (states + plan->rows_offset);
+}
+
+/* One row's arguments taken back out of a window's aggregate states. */
+static inline void
+take_back(WeirPlan *plan, char *states, Datum *values, bool *nulls)
+{
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		WeirAggSpec *agg = &plan->aggs[i];
+
+		weir_agg_retract(agg, states, values[agg->argoffset], nulls[agg->argoffset]);
+	}
+	(*window_rows(plan, states))--;
+}
+
+/* Whether a window's states hold a row like this one, to take back. */
+static inline bool
+can_take_back(WeirPlan *plan, char *states, Datum *values, bool *nulls)
+{
+	if (*window_rows(plan, states) <= 0)
+		return false;
+	for (int i = 0; i < plan->naggs; i++)
+	{
+		WeirAggSpec *agg = &plan->aggs[i];
+
+		if (!weir_agg_can_retract(agg, states, values[agg->argoffset], nulls[agg->argoffset]))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A before image or a delete (plan->retract): its row out of each window
+ * it falls in that has not closed for good, all of them or none.
+ */
+static WeirApplied
+window_take_back(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
+{
+	WindowOperator *wo = op->state;
+	WeirPlan   *plan = op->env.plan;
+	WeirStore  *store = op->env.store;
+	TimestampTz starts[WEIR_MAX_HOPS];
+	WeirEntry  *wins[WEIR_MAX_HOPS];
+	int			nstarts = weir_window_assign(&plan->windowing, r->t, starts, WEIR_MAX_HOPS);
+	int			nwins = 0;
+
+	for (int s = 0; s < nstarts; s++)
+	{
+		bool		created;
+		dsa_pointer dp;
+
+		if (starts[s] + plan->windowing.size + wo->close_margin <= watermark)
+			continue;			/* this window has closed for good */
+		dp = weir_store_find(store, starts[s], r->key, r->keylen, r->keyhash, false, &created);
+		if (!DsaPointerIsValid(dp) ||
+			!can_take_back(plan, weir_entry_states(store->root, weir_entry_at(store, dp)),
+						   r->values, r->nulls))
+		{
+			op->refused = psprintf("change_op '%c' takes back a row that its window starting at %s does not hold",
+								   r->op, timestamptz_to_str(starts[s]));
+			return WEIR_REFUSED;
+		}
+		wins[nwins++] = weir_entry_at(store, dp);
+	}
+	for (int i = 0; i < nwins; i++)
+	{
+		take_back(plan, weir_entry_states(store->root, wins[i]), r->values, r->nulls);
+		weir_entry_set_flags(wins[i], WEIR_ENTRY_DIRTY);
+		if ((weir_entry_flags(wins[i]) & WEIR_ENTRY_FIRED) || op->env.emit_updates)
+			weir_entry_set_flags(wins[i], WEIR_ENTRY_SINK_DIRTY);
+	}
+	return nwins > 0 ? WEIR_APPLIED : WEIR_LATE;
+}
+
 /* A record into each window it falls in that has not closed for good. */
 static WeirApplied
 window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
@@ -68,6 +158,8 @@ window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 	int			nstarts;
 	bool		placed = false;
 
+	if (plan->retract && weir_change_op_removes(r->op))
+		return window_take_back(op, r, watermark);
 	if (plan->windowing.kind == WEIR_WINDOW_SESSION)
 	{
 		WeirEntry  *win = weir_session_place(wo->windows, r->key, r->keylen, r->t,
@@ -94,6 +186,8 @@ window_apply(WeirOperator *op, const WeirRecord *r, TimestampTz watermark)
 		if (win == NULL)
 			return WEIR_NO_MEMORY;
 		accumulate(plan, weir_entry_states(store->root, win), r->values, r->nulls);
+		if (plan->retract)
+			(*window_rows(plan, weir_entry_states(store->root, win)))++;
 		weir_entry_set_flags(win, WEIR_ENTRY_DIRTY);
 		if ((weir_entry_flags(win) & WEIR_ENTRY_FIRED) || op->env.emit_updates)
 			weir_entry_set_flags(win, WEIR_ENTRY_SINK_DIRTY);
@@ -200,7 +294,20 @@ window_collect(WeirOperator *op, WeirPackage *pkg, TimestampTz watermark, WeirCo
 		TimestampTz end = weir_window_end(root, plan, win);
 		char	   *states = weir_entry_states(root, win);
 
-		if (weir_entry_flags(win) & WEIR_ENTRY_SINK_DIRTY)
+		if ((weir_entry_flags(win) & WEIR_ENTRY_SINK_DIRTY) && plan->retract &&
+			*window_rows(plan, states) == 0)
+		{
+			/* every row went: no group, as in GROUP BY; a row written goes */
+			if (weir_entry_flags(win) & WEIR_ENTRY_EMITTED)
+			{
+				weir_key_image_decode(plan, weir_entry_key(win), sink->keyvals);
+				for (int i = 0; i < plan->nkeys; i++)
+					weir_column_add(&rkeys[i], sink->keyvals[i], false);
+				weir_column_add(&rkeys[plan->nkeys], TimestampTzGetDatum(win->start), false);
+			}
+			weir_entry_clear_flags(win, WEIR_ENTRY_SINK_DIRTY | WEIR_ENTRY_EMITTED);
+		}
+		else if (weir_entry_flags(win) & WEIR_ENTRY_SINK_DIRTY)
 		{
 			weir_sink_rows_add((weir_entry_flags(win) & WEIR_ENTRY_EMITTED) ? sink : fresh,
 							   weir_entry_key(win), win->start, end, states);

@@ -81,11 +81,15 @@ progress_collect(WeirWorker *w, WeirPackage *pkg)
 
 			if (dl->source != w->in.sides[s].src->relid)
 				continue;
+			/* one the operator refused: read from its topic now */
+			if (dl->record == NULL)
+				dl->record = weir_catalog_topic_record(dl->source, dl->part, dl->position);
 			weir_column_add(&d[0], Int32GetDatum(dl->part), false);
 			weir_column_add(&d[1], Int64GetDatum(dl->position), false);
 			weir_column_add(&d[2], CStringGetTextDatum(dl->error), false);
-			weir_column_add(&d[3], DirectFunctionCall1(jsonb_in, CStringGetDatum(dl->record)),
-							false);
+			weir_column_add(&d[3], dl->record ?
+							DirectFunctionCall1(jsonb_in, CStringGetDatum(dl->record)) :
+							(Datum) 0, dl->record == NULL);
 		}
 		if (d[0].n > 0)
 			weir_package_add_columns(pkg, WEIR_PKG_DEAD_LETTERS, w->in.sides[s].src->relid, d, 4);

@@ -406,6 +406,8 @@ weir_create_pipeline(PG_FUNCTION_ARGS)
 	row.windowing = PG_GETARG_DATUM(i);
 	row.aggregates = text_arg(&args, "aggregates", true);
 	row.filter = text_arg(&args, "filter", false);
+	i = weir_sql_arg(&args, "insert_only", false);
+	row.insert_only = !PG_ARGISNULL(i) && PG_GETARG_BOOL(i);
 	weir_definition_windowing(row.windowing, &windowing);
 	plan = plan_from_text(&row, &def);
 
@@ -625,6 +627,7 @@ plan_from_text(WeirPipelineRow *row, WeirDefinition **def)
 	text.columns = row->columns;
 	text.filter = row->filter;
 	text.right_filter = row->right_filter;
+	text.insert_only = row->insert_only;
 	*def = weir_definition_parse(&text);
 	weir_pipeline_plan_options(row, &options);
 	return weir_definition_plan(*def, &options);

@@ -28,7 +28,8 @@
  * Messages (native layout: both ends are the same build): a group is a
  * GroupHead, a GroupPart per partition, then each partition's rows in
  * order.  A row is a RowHead and its key image; then, for a processed row,
- * its arguments' null flags and values (by value: the Datum; by reference:
+ * its arguments' null flags, their kept flags if it has some (last value
+ * over a change topic), and values (by value: the Datum; by reference:
  * a length and the bytes), for a dead row its error and record as C
  * strings; each part aligned.  The end of a round is a RoundEnd.
  *
@@ -128,7 +129,9 @@ typedef struct RowHead
 	uint32		keyhash;
 	int32		keylen;
 	int32		kind;			/* WeirRowKind */
-	int32		pad;
+	char		op;				/* WeirEvalRow.op */
+	bool		kept;			/* its kept flags follow its null flags */
+	int16		pad;
 } RowHead;
 
 typedef struct RoundEnd
@@ -200,7 +203,8 @@ put_row(StringInfo buf, WeirReading *rd, WeirEvalRow *r, Size *sizes)
 	char	   *start PG_USED_FOR_ASSERTS_ONLY;
 
 	if (r->kind == WEIR_ROW_OK)
-		bytes += value_sizes(side, values, nulls, sizes);
+		bytes += value_sizes(side, values, nulls, sizes) +
+			(r->kept ? MAXALIGN(side->plan->nargs) : 0);
 	else if (r->kind == WEIR_ROW_DEAD)
 	{
 		elen = strlen(r->error) + 1;
@@ -211,7 +215,8 @@ put_row(StringInfo buf, WeirReading *rd, WeirEvalRow *r, Size *sizes)
 	enlargeStringInfo(buf, bytes);
 	start = p = buf->data + buf->len;
 	{
-		RowHead		rh = {r->position, r->t, r->keyhash, r->keylen, (int32) r->kind, 0};
+		RowHead		rh = {r->position, r->t, r->keyhash, r->keylen, (int32) r->kind,
+		r->op, r->kept, 0};
 
 		memcpy(p, &rh, sizeof(rh));
 		p += sizeof(rh);
@@ -222,6 +227,11 @@ put_row(StringInfo buf, WeirReading *rd, WeirEvalRow *r, Size *sizes)
 	{
 		memcpy(p, nulls, side->plan->nargs);
 		p += MAXALIGN(side->plan->nargs);
+		if (r->kept)
+		{
+			memcpy(p, &rd->batch_kept[r->args * rd->batch_stride], side->plan->nargs);
+			p += MAXALIGN(side->plan->nargs);
+		}
 		for (int i = 0; i < side->plan->nargs; i++)
 		{
 			uint64		len;
@@ -593,6 +603,8 @@ take_group(WeirReadAhead *ra, const char *data, Size len, TimestampTz now)
 			r->keyhash = rh.keyhash;
 			r->keylen = rh.keylen;
 			r->kind = (WeirRowKind) rh.kind;
+			r->op = rh.op;
+			r->kept = rh.kept;
 			r->args = index;
 			r->keyoff = rd->batch_keys.len;
 			/* a by-value key's image is one Datum: a constant-size copy */
@@ -610,6 +622,11 @@ take_group(WeirReadAhead *ra, const char *data, Size len, TimestampTz now)
 				for (int i = 0; i < nargs; i++)
 					nulls[i] = p[i];
 				p = align_pointer(data, p + nargs);
+				if (r->kept)
+				{
+					memcpy(&rd->batch_kept[index * rd->batch_stride], p, nargs);
+					p = align_pointer(data, p + nargs);
+				}
 				for (int i = 0; i < nargs; i++)
 				{
 					uint64		vlen;

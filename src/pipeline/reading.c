@@ -26,11 +26,14 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "storage/ipc.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/json.h"
@@ -43,6 +46,7 @@
 #include "base/subxact.h"
 #include "base/transaction.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "definition/change_topic.h"
 #include "definition/definition.h"
 #include "definition/key_image.h"
 #include "definition/pipeline_plan.h"
@@ -52,6 +56,24 @@
 #include "source/topic_source.h"
 
 #define WEIR_READ_GROUP 8		/* partitions read in one pass over the heap */
+
+/*
+ * What the operator does with the operations of a change topic
+ * (change_topic.h, README "Change topics"): WeirSide.change_mode.
+ */
+typedef enum WeirChangeMode
+{
+	CHANGE_NONE,				/* an ordinary topic (or a projection, which
+								 * passes every row on): all inserts */
+	CHANGE_INSERTS,				/* dedup, join: inserts only, the other rows
+								 * filtered */
+	CHANGE_INSERT_ONLY,			/* window with insert_only: inserts, the other
+								 * rows dead letters */
+	CHANGE_RETRACT,				/* window: inserts and updates add a row,
+								 * before images and deletes take it back, a
+								 * truncate is a dead letter */
+	CHANGE_MIRROR				/* last value: every operation */
+} WeirChangeMode;
 
 /*
  * Compile one expression; *column: the topic column it is, when it is just
@@ -70,6 +92,106 @@ init_expression(WeirSide *side, Expr *expr, AttrNumber *column)
 		side->deform_columns = Max(side->deform_columns, *column);
 	}
 	return ExecInitExpr(planned, NULL);
+}
+
+/* The column a change item is (a bare Var of the source: definition.c). */
+static AttrNumber
+change_column(WeirSide *side, Expr *expr)
+{
+	AttrNumber	attnum = ((Var *) expr)->varattno;
+
+	side->deform_columns = Max(side->deform_columns, attnum);
+	return attnum;
+}
+
+/*
+ * The columns `expr` uses, as indexes into side->used_attnums (added there
+ * if new).
+ */
+static Bitmapset *
+used_columns(WeirSide *side, Node *expr)
+{
+	Bitmapset  *attnos = NULL;
+	Bitmapset  *used = NULL;
+	int			a = -1;
+
+	if (expr == NULL)
+		return NULL;
+	pull_varattnos(expr, 1, &attnos);
+	while ((a = bms_next_member(attnos, a)) >= 0)
+	{
+		AttrNumber	attnum = a + FirstLowInvalidHeapAttributeNumber;
+		int			i;
+
+		if (attnum <= 0)
+			continue;
+		for (i = 0; i < side->nused; i++)
+			if (side->used_attnums[i] == attnum)
+				break;
+		if (i == side->nused)
+		{
+			side->used_attnums = repalloc(side->used_attnums, sizeof(AttrNumber) * (i + 1));
+			side->used_names = repalloc(side->used_names, sizeof(char *) * (i + 1));
+			side->used_attnums[i] = attnum;
+			side->used_names[i] = get_attname(side->src->relid, attnum, false);
+			side->nused++;
+		}
+		used = bms_add_member(used, i);
+	}
+	return used;
+}
+
+/*
+ * A change topic's side: what its operator does with each operation, and,
+ * when the topic has unchanged_columns, which columns each expression uses
+ * (eval_unchanged).
+ */
+static void
+init_change_side(WeirSide *side)
+{
+	WeirPlan   *plan = side->plan;
+
+	side->change_mode = CHANGE_NONE;
+	if (plan->change_op == NULL)
+		return;
+	side->op_column = change_column(side, plan->change_op);
+	switch (plan->op)
+	{
+		case WEIR_OP_WINDOW:
+			side->change_mode = plan->insert_only ? CHANGE_INSERT_ONLY : CHANGE_RETRACT;
+			break;
+		case WEIR_OP_LAST_VALUE:
+			side->change_mode = CHANGE_MIRROR;
+			break;
+		case WEIR_OP_DEDUP:
+		case WEIR_OP_JOIN:
+			side->change_mode = CHANGE_INSERTS;
+			break;
+		case WEIR_OP_PROJECTION:
+			side->change_mode = CHANGE_NONE;
+			break;
+	}
+	if (plan->unchanged == NULL)
+		return;
+	side->unchanged_column = change_column(side, plan->unchanged);
+	side->nused = 0;
+	side->used_attnums = palloc(sizeof(AttrNumber));
+	side->used_names = palloc(sizeof(char *));
+	side->fixed_used = NULL;
+	for (int i = 0; i < plan->nkeys; i++)
+		side->fixed_used = bms_add_members(side->fixed_used,
+										   used_columns(side, (Node *) plan->keys[i].expr));
+	side->fixed_used = bms_add_members(side->fixed_used,
+									   used_columns(side, (Node *) plan->event_time));
+	side->fixed_used = bms_add_members(side->fixed_used,
+									   used_columns(side, (Node *) plan->filter));
+	side->arg_used = palloc0(sizeof(Bitmapset *) * Max(plan->nargs, 1));
+	for (int i = 0; i < plan->naggs; i++)
+		for (int j = 0; j < plan->aggs[i].nargs; j++)
+			side->fixed_used = bms_add_members(side->fixed_used,
+											   used_columns(side, (Node *) plan->aggs[i].args[j]));
+	for (int i = 0; i < plan->ncolumns; i++)
+		side->arg_used[i] = used_columns(side, (Node *) plan->columns[i].expr);
 }
 
 /* Compile a side's expressions for evaluation against its topic's rows. */
@@ -112,6 +234,7 @@ init_side_expressions(WeirSide *side)
 		if (!plan->columns[i].typbyval)
 			side->arg_copy_len[i] = plan->columns[i].typlen;
 	}
+	init_change_side(side);
 }
 
 /* Compile the plan's expressions and set up the batch. */
@@ -137,6 +260,10 @@ init_expressions(WeirReading *rd)
 	rd->batch = palloc(sizeof(WeirEvalRow) * WEIR_BATCH_ROWS * rd->group_size);
 	rd->batch_values = palloc0(sizeof(Datum) * WEIR_BATCH_ROWS * rd->group_size * rd->batch_stride);
 	rd->batch_nulls = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * rd->group_size * rd->batch_stride);
+	for (int s = 0; s < rd->nsides; s++)
+		if (rd->sides[s].change_mode == CHANGE_MIRROR && rd->sides[s].unchanged_column != 0)
+			rd->batch_kept = palloc0(sizeof(bool) * WEIR_BATCH_ROWS * rd->group_size *
+									 rd->batch_stride);
 	rd->batch_cxt = AllocSetContextCreate(rd->cxt, "weir batch", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -204,6 +331,136 @@ eval_column(ExprState *expr, AttrNumber column, TupleTableSlot *slot,
 	return ExecEvalExprSwitchContext(expr, econtext, isnull);
 }
 
+/* A change_op as text for a message: the character, or its octal code. */
+static char *
+op_text(char op)
+{
+	unsigned char c = (unsigned char) op;
+
+	return c >= 0x20 && c < 0x7f ? psprintf("'%c'", c) : psprintf("'\\%03o'", c);
+}
+
+/*
+ * What the operator does with the operation of a change topic's row
+ * (r->op, valid; WeirChangeMode), its event time evaluated into r->t
+ * (isnull: it is null).  Returns false when that is all: the row is dead
+ * (an operation the operator cannot take), filtered (dedup and join see
+ * inserts only), or a truncate (last value: no key, no columns).
+ */
+static bool
+eval_change(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot, bool isnull)
+{
+	WeirSide   *side = rd->side;
+	char	   *error = NULL;
+
+	switch ((WeirChangeMode) side->change_mode)
+	{
+		case CHANGE_NONE:
+			return true;
+		case CHANGE_INSERTS:
+			if (r->op == WEIR_CHANGE_OP_INSERT)
+				return true;
+			/* as a filtered row: its time still moves the watermark */
+			r->kind = WEIR_ROW_FILTERED;
+			if (isnull || TIMESTAMP_NOT_FINITE(r->t))
+				r->t = DT_NOBEGIN;
+			return false;
+		case CHANGE_INSERT_ONLY:
+			if (r->op == WEIR_CHANGE_OP_INSERT)
+				return true;
+			error = psprintf("change_op %s is not an insert, and the source was declared to have inserts only (insert_only => true)",
+							 op_text(r->op));
+			break;
+		case CHANGE_RETRACT:
+			if (r->op != WEIR_CHANGE_OP_TRUNCATE)
+				return true;
+			error = "a truncate cannot be taken back out of window aggregates";
+			break;
+		case CHANGE_MIRROR:
+			if (r->op != WEIR_CHANGE_OP_TRUNCATE)
+				return true;
+			/* a truncate: no key, no columns; its time, if it has one */
+			if (isnull || TIMESTAMP_NOT_FINITE(r->t) || r->t < rd->min_event_time ||
+				r->t > rd->max_event_time_allowed)
+				r->t = DT_NOBEGIN;
+			r->keylen = 0;
+			r->keyhash = 0;
+			memset(&rd->batch_nulls[r->args * rd->batch_stride], true, side->plan->nargs);
+			return false;
+	}
+	r->t = DT_NOBEGIN;
+	mark_dead(rd, r, slot, error);
+	return false;
+}
+
+/*
+ * An update ('U') of a topic with unchanged_columns: the columns it names
+ * hold NULL for a TOASTed value the update did not change.  Keys, the
+ * event time and the filter (and a window's arguments) cannot be read so:
+ * the row is dead.  A last value column computed from such columns only
+ * keeps the sink's value (r->kept, batch_kept); one computed from them and
+ * from others cannot be computed: dead.  Returns false if dead.
+ */
+static bool
+eval_unchanged(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot)
+{
+	WeirSide   *side = rd->side;
+	AttrNumber	column = side->unchanged_column;
+	Bitmapset  *unchanged = NULL;
+	ArrayType  *names;
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	int			i;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	bool		ok = true;
+
+	if (slot->tts_isnull[column - 1] || side->nused == 0)
+		return true;
+	/* reset with the row (eval_into) */
+	MemoryContextSwitchTo(rd->econtext->ecxt_per_tuple_memory);
+	names = DatumGetArrayTypeP(slot->tts_values[column - 1]);
+	deconstruct_array(names, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+					  &elems, &elemnulls, &nelems);
+	for (int e = 0; e < nelems; e++)
+		for (i = 0; i < side->nused && !elemnulls[e]; i++)
+			if (strcmp(NameStr(*DatumGetName(elems[e])), side->used_names[i]) == 0)
+				unchanged = bms_add_member(unchanged, i);
+	i = bms_next_member(bms_intersect(unchanged, side->fixed_used), -1);
+	if (i >= 0)
+	{
+		r->t = DT_NOBEGIN;
+		mark_dead(rd, r, slot,
+				  psprintf("column \"%s\" is unchanged by this update, so its value is not in the record",
+						   side->used_names[i]));
+		ok = false;
+	}
+	for (int a = 0; ok && unchanged && side->change_mode == CHANGE_MIRROR &&
+		 a < side->plan->nargs; a++)
+	{
+		Bitmapset  *used = side->arg_used[a];
+		bool	   *kept = &rd->batch_kept[r->args * rd->batch_stride + a];
+
+		*kept = false;
+		if (!bms_overlap(used, unchanged))
+			continue;
+		if (!bms_is_subset(used, unchanged))
+		{
+			r->t = DT_NOBEGIN;
+			mark_dead(rd, r, slot,
+					  psprintf("column \"%s\" is computed from column \"%s\", which this update left unchanged (its value is not in the record), and from columns it changed",
+							   side->plan->columns[a].name,
+							   side->used_names[bms_next_member(bms_intersect(used, unchanged), -1)]));
+			ok = false;
+			break;
+		}
+		*kept = true;
+		r->kept = true;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	return ok;
+}
+
 /*
  * Evaluate the user's expressions on one topic row into row r of the batch:
  * the hot path.  Nothing here touches window state, so a batch whose
@@ -225,6 +482,8 @@ eval_into(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	rd->cur_pos = position;
 	r->position = position;
 	r->kind = WEIR_ROW_OK;
+	r->op = WEIR_CHANGE_OP_INSERT;
+	r->kept = false;
 	r->keyoff = rd->batch_keys.len;
 	r->keylen = 0;
 	econtext->ecxt_scantuple = slot;
@@ -241,6 +500,18 @@ eval_into(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 			goto done;
 		}
 	}
+	if (side->change_mode != CHANGE_NONE)
+	{
+		r->op = DatumGetChar(slot->tts_values[side->op_column - 1]);
+		if (slot->tts_isnull[side->op_column - 1] || !weir_change_op_valid(r->op))
+		{
+			r->t = DT_NOBEGIN;
+			mark_dead(rd, r, slot, slot->tts_isnull[side->op_column - 1] ?
+					  "change_op is null" :
+					  psprintf("change_op %s is not one of I, U, B, D, T", op_text(r->op)));
+			goto done;
+		}
+	}
 	if (side->event_time_expr == NULL)
 	{
 		/* a projection has no event time: every record passes, none is late */
@@ -250,7 +521,25 @@ eval_into(WeirReading *rd, WeirEvalRow *r, TupleTableSlot *slot, int32 part,
 	else
 		r->t = DatumGetTimestampTz(eval_column(side->event_time_expr, side->event_time_column,
 											   slot, econtext, &isnull));
-	if (side->filter_expr && !ExecQual(side->filter_expr, econtext))
+	if (side->change_mode != CHANGE_NONE)
+	{
+		if (!eval_change(rd, r, slot, isnull))
+			goto done;
+		if (r->op == WEIR_CHANGE_OP_UPDATE && side->unchanged_column != 0 &&
+			!eval_unchanged(rd, r, slot))
+			goto done;
+	}
+	if (side->filter_expr && side->change_mode == CHANGE_MIRROR)
+	{
+		/*
+		 * Last value over a change topic: the sink holds the rows that pass
+		 * the filter, so a row that no longer passes deletes its key, and
+		 * removals (whose image may be the key alone) are not filtered.
+		 */
+		if (!weir_change_op_removes(r->op) && !ExecQual(side->filter_expr, econtext))
+			r->op = WEIR_CHANGE_OP_DELETE;
+	}
+	else if (side->filter_expr && !ExecQual(side->filter_expr, econtext))
 	{
 		/* not processed, but its time still moves the partition's watermark */
 		r->kind = WEIR_ROW_FILTERED;

@@ -15,6 +15,7 @@
 #define WEIR_READING_H
 
 #include "executor/execdesc.h"
+#include "nodes/bitmapset.h"
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
 
@@ -36,6 +37,10 @@ typedef struct WeirEvalRow
 {
 	int64		position;
 	WeirRowKind kind;
+	char		op;				/* change_op (change_topic.h); 'I' for a row
+								 * of an ordinary topic */
+	bool		kept;			/* OK, last value: some columns keep the sink's
+								 * value (batch_kept) */
 	TimestampTz t;
 	int			keyoff;			/* into WeirReading.batch_keys */
 	int			keylen;
@@ -77,6 +82,24 @@ typedef struct WeirSide
 	AttrNumber	event_time_column;
 	AttrNumber *arg_columns;	/* [plan->nargs] */
 	AttrNumber	deform_columns;	/* the highest of them: deformed first */
+
+	/*
+	 * A change topic (plan->change_op): its change_op column, and what the
+	 * operator does with each operation (reading.c change_mode).  With
+	 * unchanged_columns (plan->unchanged), the columns the expressions use:
+	 * an update that left one of them unchanged cannot be read as it is.
+	 */
+	int			change_mode;	/* a WeirChangeMode of reading.c */
+	AttrNumber	op_column;
+	AttrNumber	unchanged_column;
+	int			nused;			/* columns the expressions use */
+	AttrNumber *used_attnums;	/* [nused] */
+	char	  **used_names;		/* [nused] */
+	Bitmapset **arg_used;		/* [plan->nargs]: indexes into used_* of the
+								 * columns each argument (last value: column)
+								 * uses */
+	Bitmapset  *fixed_used;		/* indexes of those keys, event time, filter
+								 * (and a window's arguments) use */
 } WeirSide;
 
 /*
@@ -130,6 +153,8 @@ typedef struct WeirReading
 	WeirEvalRow *batch;			/* [WEIR_BATCH_ROWS * group_size] */
 	Datum	   *batch_values;	/* [WEIR_BATCH_ROWS * group_size * batch_stride] */
 	bool	   *batch_nulls;
+	bool	   *batch_kept;		/* as batch_nulls: a column that keeps the
+								 * sink's value (WeirEvalRow.kept) */
 	StringInfoData batch_keys;	/* key images, by offset */
 	MemoryContext batch_cxt;	/* reset after each batch */
 } WeirReading;

@@ -130,7 +130,7 @@ add_dead_letter(WeirWorker *w, int32 part, WeirEvalRow *r)
 	d->part = part;
 	d->position = r->position;
 	d->error = pstrdup(r->error);
-	d->record = pstrdup(r->record);
+	d->record = r->record ? pstrdup(r->record) : NULL;
 	w->dead = lappend(w->dead, d);
 	MemoryContextSwitchTo(oldcxt);
 	pg_atomic_fetch_add_u64(&w->slot->records_dead, 1);
@@ -265,6 +265,8 @@ apply_rows(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 			continue;
 		rec.position = r->position;
 		rec.t = r->t;
+		rec.op = r->op;
+		rec.kept = r->kept ? &w->in.batch_kept[r->args * w->in.batch_stride] : NULL;
 		rec.key = w->in.batch_keys.data + r->keyoff;
 		rec.keylen = r->keylen;
 		rec.keyhash = r->keyhash;
@@ -279,6 +281,12 @@ apply_rows(WeirWorker *w, int32 part, WeirEvalRow *rows, int n)
 				break;
 			case WEIR_LATE:
 				record_late(w, part, r);
+				break;
+			case WEIR_REFUSED:
+				/* its record is read from the topic by the checkpoint */
+				r->error = (char *) op->refused;
+				r->record = NULL;
+				add_dead_letter(w, part, r);
 				break;
 			case WEIR_NO_MEMORY:
 				pg_atomic_fetch_add_u64(&w->slot->records_dropped, dropped_rows);

@@ -32,7 +32,9 @@ typedef struct WeirDeadLetter
 	int32		part;
 	int64		position;
 	char	   *error;
-	char	   *record;			/* the row as JSON text */
+	char	   *record;			/* the row as JSON text; NULL: read from the
+								 * topic by the checkpoint (one the operator
+								 * refused) */
 } WeirDeadLetter;
 
 /*

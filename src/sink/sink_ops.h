@@ -12,6 +12,9 @@
  *	write		rows, one array per sink column; upsert false: first
  *				emissions (a plain insert may do), true: rows that may be
  *				there already
+ *	write_keeping	rows that may be there already, some of whose columns keep
+ *				the value the sink has: one array per sink column, then a
+ *				text array, a character per sink column, 'k': kept
  *	delete		rows by the sink's key columns
  *	recheck		the sink still fits the pipeline (raises if not), before any
  *				row is blamed for a failed write
@@ -36,6 +39,7 @@ typedef struct WeirSink WeirSink;
 typedef struct WeirSinkOps
 {
 	void		(*write) (WeirSink *sink, WeirColumn *cols, int ncols, bool upsert);
+	void		(*write_keeping) (WeirSink *sink, WeirColumn *cols, int ncols);
 	void		(*delete) (WeirSink *sink, WeirColumn *key, int nkey);
 	void		(*recheck) (WeirSink *sink);
 } WeirSinkOps;
@@ -44,7 +48,8 @@ struct WeirSink
 {
 	const WeirSinkOps *ops;
 	Oid			relid;			/* dead letters of the sink name it */
-	const char *const *names;	/* its columns' names, for their JSON */
+	const char *const *names;	/* its columns' names, for their JSON (then
+								 * the name of write_keeping's last column) */
 };
 
 #endif							/* WEIR_SINK_OPS_H */

@@ -38,8 +38,12 @@ typedef struct SinkTable
 	int		   *sink_map;		/* sink attribute of each of our columns (bulk.c) */
 	SPIPlanPtr	upsert_plan;	/* rows already emitted */
 	SPIPlanPtr	insert_plan;	/* first emission of a window */
+	SPIPlanPtr	keeping_plan;	/* rows keeping some of the sink's values */
 	SPIPlanPtr	delete_plan;
 } SinkTable;
+
+/* The name of write_keeping's last column, in dead letters */
+#define KEPT_COLUMN "weir_kept"
 
 /*
  * The sink's insert, prepared once per worker and kept:
@@ -86,6 +90,97 @@ prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
 	}
 
 	prepared = weir_catalog_prepare_hiding_sql(sql.data, ncols, types);
+	if (SPI_keepplan(prepared) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return prepared;
+}
+
+/*
+ * The key columns of d and of another relation, equal:
+ *	d.k1 = <other>.k1 AND ...
+ */
+static char *
+key_match(WeirPlan *plan, const char *other)
+{
+	StringInfoData cond;
+
+	initStringInfo(&cond);
+	for (int i = 0; i < plan->nsinkkey; i++)
+	{
+		const char *k = quote_identifier(plan->sinkcols[i].name);
+
+		appendStringInfo(&cond, "%sd.%s = %s.%s", i > 0 ? " AND " : "", k, other, k);
+	}
+	return cond.data;
+}
+
+/*
+ * The sink's upsert of rows some of whose columns keep the value the sink
+ * has, prepared once per worker and kept:
+ *	WITH d AS (SELECT * FROM unnest($1, ..., $n, $n+1) AS d(c1, ..., kept)),
+ *		 u AS (UPDATE sink s SET c = CASE WHEN substr(d.kept, i, 1) = 'k'
+ *									 THEN s.c ELSE d.c END, ...
+ *				 FROM d WHERE <keys match> RETURNING <d's keys>)
+ *	INSERT INTO sink (c1, ...) SELECT c1, ... FROM d
+ *	 WHERE NOT EXISTS (SELECT FROM u WHERE <keys match>)
+ * A row not in the sink is inserted with what it has (NULL where it
+ * keeps).  Parameters are arrays, one per column, then the text array.
+ * Must be called inside SPI.
+ */
+static SPIPlanPtr
+prepare_sink_keeping(WeirPlan *plan, Oid sink)
+{
+	StringInfoData sql;
+	StringInfoData cols;
+	StringInfoData dcols;
+	int			ncols = plan->nsinkcols;
+	Oid		   *types = palloc(sizeof(Oid) * (ncols + 1));
+	const char *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+												   get_rel_name(sink));
+	SPIPlanPtr	prepared;
+	char	   *kept = pstrdup(KEPT_COLUMN);
+
+	Assert(plan->nsinkkey > 0);
+	/* a name for the kept flags that no sink column has */
+	for (int i = 0; i < ncols; i++)
+		if (strcmp(plan->sinkcols[i].name, kept) == 0)
+		{
+			kept = psprintf("%s_", kept);
+			i = -1;
+		}
+	initStringInfo(&sql);
+	initStringInfo(&cols);
+	initStringInfo(&dcols);
+	for (int i = 0; i < ncols; i++)
+	{
+		const char *c = quote_identifier(plan->sinkcols[i].name);
+
+		appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "", c);
+		appendStringInfo(&dcols, "%sd.%s", i > 0 ? ", " : "", c);
+		types[i] = get_array_type(plan->sinkcols[i].type);
+	}
+	types[ncols] = TEXTARRAYOID;
+	appendStringInfoString(&sql, "WITH d AS (SELECT * FROM unnest(");
+	for (int i = 0; i <= ncols; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfo(&sql, ") AS d(%s, %s)), u AS (UPDATE %s s SET ",
+					 cols.data, kept, table);
+	for (int i = plan->nsinkkey; i < ncols; i++)
+	{
+		const char *c = quote_identifier(plan->sinkcols[i].name);
+
+		appendStringInfo(&sql, "%s%s = CASE WHEN pg_catalog.substr(d.%s, %d, 1) = 'k' "
+						 "THEN s.%s ELSE d.%s END",
+						 i > plan->nsinkkey ? ", " : "", c, kept, i + 1, c, c);
+	}
+	appendStringInfo(&sql, " FROM d WHERE %s RETURNING ", key_match(plan, "s"));
+	for (int i = 0; i < plan->nsinkkey; i++)
+		appendStringInfo(&sql, "%sd.%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->sinkcols[i].name));
+	appendStringInfo(&sql, ") INSERT INTO %s (%s) SELECT %s FROM d "
+					 "WHERE NOT EXISTS (SELECT FROM u WHERE %s)",
+					 table, cols.data, dcols.data, key_match(plan, "u"));
+	prepared = weir_catalog_prepare_hiding_sql(sql.data, ncols + 1, types);
 	if (SPI_keepplan(prepared) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return prepared;
@@ -242,6 +337,29 @@ table_write(WeirSink *sink, WeirColumn *cols, int ncols, bool upsert)
 		sql_write(st, cols, ncols, true);
 }
 
+/*
+ * Rows some of whose columns keep the sink's value (the last column says
+ * which), through SQL: the bulk path writes whole rows.
+ */
+static void
+table_write_keeping(WeirSink *sink, WeirColumn *cols, int ncols)
+{
+	SinkTable  *st = (SinkTable *) sink;
+	Datum	   *arrays = palloc(sizeof(Datum) * ncols);
+
+	Assert(ncols == st->plan->nsinkcols + 1);
+	if (cols[0].n == 0)
+		return;
+	for (int c = 0; c < ncols; c++)
+		arrays[c] = weir_column_array(&cols[c]);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (st->keeping_plan == NULL)
+		st->keeping_plan = prepare_sink_keeping(st->plan, st->row->sink);
+	run_sink_write(st->keeping_plan, arrays);
+	SPI_finish();
+}
+
 /* Delete sink rows by the sink's key: merged sessions, expired keys. */
 static void
 table_delete(WeirSink *sink, WeirColumn *key, int nkey)
@@ -269,6 +387,7 @@ table_recheck(WeirSink *sink)
 
 static const WeirSinkOps table_ops = {
 	.write = table_write,
+	.write_keeping = table_write_keeping,
 	.delete = table_delete,
 	.recheck = table_recheck,
 };
@@ -281,10 +400,11 @@ WeirSink *
 weir_sink_table_open(WeirPipelineRow *row, WeirPlan *plan, MemoryContext cxt)
 {
 	SinkTable  *st = MemoryContextAllocZero(cxt, sizeof(SinkTable));
-	const char **names = MemoryContextAlloc(cxt, sizeof(char *) * Max(plan->nsinkcols, 1));
+	const char **names = MemoryContextAlloc(cxt, sizeof(char *) * (plan->nsinkcols + 1));
 
 	for (int i = 0; i < plan->nsinkcols; i++)
 		names[i] = plan->sinkcols[i].name;
+	names[plan->nsinkcols] = KEPT_COLUMN;
 	st->sink.ops = &table_ops;
 	st->sink.relid = row->sink;
 	st->sink.names = names;

@@ -40,6 +40,18 @@
  * and holding them all took a join to a million entries, a dedup to 1.2
  * million ids, at the peak.
  *
+ * Tombstones (last value over a change topic, keyed.h).  A deleted key
+ * stays as an entry flagged WEIR_KEYED_DELETED, written to chunks like any
+ * other, until the watermark passes its time (with a retention: its time +
+ * retention, as any entry).  Without a retention, live entries never
+ * expire, so a tombstone is linked into an expiry bucket when it becomes
+ * one (WEIR_KEYED_LINKED), and its chunk versions never expire: a later
+ * version of a key must outlive the earlier ones in the chunks, or a
+ * restore would bring a deleted key back.  They go at compaction, which
+ * rewrites only what memory still holds.  A restore keeps each key's newest
+ * version, tombstones included, and tombstones whose time the watermark
+ * has passed then expire as usual.
+ *
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
@@ -97,11 +109,41 @@ entry_image_bytes(WeirKeyed *k, WeirEntry *w)
 static bool
 newer(WeirKeyed *k, const WeirKeyedState *a, const WeirKeyedState *b)
 {
-	if (a->t != b->t || k->state_size < sizeof(WeirKeyedState))
+	/* only last value keeps a position */
+	if (a->t != b->t || k->plan->op != WEIR_OP_LAST_VALUE)
 		return a->t > b->t;
 	if (a->part != b->part)
 		return a->part > b->part;
 	return a->pos > b->pos;
+}
+
+/* Whether an entry is a tombstone (only last value's can be: keyed.h). */
+static inline bool
+is_tombstone(WeirKeyed *k, const WeirKeyedState *s)
+{
+	return k->tombstones && (s->flags & WEIR_KEYED_DELETED) != 0;
+}
+
+/* Whether any entry may leave memory: a retention, or tombstones. */
+static inline bool
+expiring(WeirKeyed *k)
+{
+	return k->retention > 0 || k->tombstones;
+}
+
+/*
+ * When an entry leaves memory: the watermark at or past its time +
+ * retention; without a retention a tombstone once the watermark has
+ * passed its time, and anything else never (DT_NOEND).
+ */
+static inline TimestampTz
+entry_expiry(WeirKeyed *k, const WeirKeyedState *s)
+{
+	if (k->retention > 0)
+		return s->t + k->retention;
+	if (is_tombstone(k, s))
+		return s->t + 1;
+	return DT_NOEND;
 }
 
 /* The smallest multiple of width at or after t. */
@@ -276,7 +318,8 @@ remove_entry(WeirKeyed *k, dsa_pointer dp)
 
 	if (k->remove_hook)
 		k->remove_hook(k->hook_arg, k, dp);
-	if (k->keep_removed)
+	/* a tombstone's row went when it became one */
+	if (k->keep_removed && !is_tombstone(k, state_of(k, w)))
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);
 
@@ -298,6 +341,30 @@ weir_keyed_touch(WeirKeyed *k, dsa_pointer dp)
 	weir_entry_set_flags(w, WEIR_ENTRY_DIRTY);
 	push_dirty(k, dp);
 	return true;
+}
+
+/*
+ * Make an entry a tombstone (deleted) or a live key again (last value over
+ * a change topic: keyed.h).  A tombstone leaves memory when the watermark
+ * passes its time: without a retention, nothing else links it for that.
+ */
+void
+weir_keyed_set_deleted(WeirKeyed *k, dsa_pointer dp, bool deleted)
+{
+	WeirKeyedState *s = weir_keyed_state(k, dp);
+
+	Assert(k->tombstones);
+	if (!deleted)
+	{
+		s->flags &= ~WEIR_KEYED_DELETED;
+		return;
+	}
+	s->flags |= WEIR_KEYED_DELETED;
+	if (k->retention == 0 && !(s->flags & WEIR_KEYED_LINKED))
+	{
+		link_expiry(k, dp, entry_expiry(k, s));
+		s->flags |= WEIR_KEYED_LINKED;
+	}
 }
 
 /*
@@ -357,7 +424,7 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 	ListCell   *lc;
 	int64		removed = 0;
 
-	if (k->retention == 0 || TIMESTAMP_NOT_FINITE(watermark))
+	if (!expiring(k) || TIMESTAMP_NOT_FINITE(watermark))
 		return 0;
 	k->watermark = watermark;
 	hash_seq_init(&status, k->buckets);
@@ -382,9 +449,11 @@ weir_keyed_expire(WeirKeyed *k, TimestampTz watermark)
 
 			weir_keyed_prefetch_expiry(k, entries, n, i);
 			w = weir_entry_at(k->store, dp);
-			expires = state_of(k, w)->t + k->retention;
+			expires = entry_expiry(k, state_of(k, w));
 
-			if (expires > watermark)
+			if (expires == DT_NOEND)
+				state_of(k, w)->flags &= ~WEIR_KEYED_LINKED;	/* live again */
+			else if (expires > watermark)
 				link_expiry(k, dp, expires);	/* changed since */
 			else if (weir_entry_flags(w) & WEIR_ENTRY_DIRTY)
 			{
@@ -435,7 +504,7 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 	ExpiryBucket *bucket;
 	int			kept = 0;
 
-	if (k->retention == 0 || TIMESTAMP_NOT_FINITE(watermark))
+	if (!expiring(k) || TIMESTAMP_NOT_FINITE(watermark))
 		return 0;
 	removed = weir_keyed_expire(k, watermark);
 	key = ceil_to(watermark, k->bucket_width);
@@ -451,7 +520,8 @@ weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark)
 
 		weir_keyed_prefetch_expiry(k, bucket->entries, bucket->n, i);
 		w = weir_entry_at(k->store, dp);
-		if (state_of(k, w)->t + k->retention <= watermark && !(weir_entry_flags(w) & WEIR_ENTRY_DIRTY))
+		if (entry_expiry(k, state_of(k, w)) <= watermark &&
+			!(weir_entry_flags(w) & WEIR_ENTRY_DIRTY))
 		{
 			remove_entry(k, dp);
 			removed++;
@@ -657,6 +727,36 @@ restore_enter(RestoreState *rs, const char *key, uint32 keylen, TimestampTz t,
 	return dp;
 }
 
+/*
+ * A restored version of a key's state into its entry: the newest so far.
+ * A tombstone's row is not in the sink (not EMITTED); without a retention
+ * it is linked for expiry (keyed.h), once.
+ */
+static void
+restore_state(WeirKeyed *k, dsa_pointer dp, WeirKeyedState *s, bool created)
+{
+	WeirKeyedState *into = weir_keyed_state(k, dp);
+	WeirEntry  *w = weir_entry_at(k->store, dp);
+	bool		linked = !created && k->tombstones && (into->flags & WEIR_KEYED_LINKED);
+
+	memcpy(into, s, k->state_size);
+	if (!k->tombstones)
+		return;
+	if (linked)
+		into->flags |= WEIR_KEYED_LINKED;
+	if (!is_tombstone(k, into))
+	{
+		weir_entry_set_flags(w, WEIR_ENTRY_EMITTED);
+		return;
+	}
+	weir_entry_clear_flags(w, WEIR_ENTRY_EMITTED);
+	if (k->retention == 0 && !linked)
+	{
+		link_expiry(k, dp, entry_expiry(k, into));
+		into->flags |= WEIR_KEYED_LINKED;
+	}
+}
+
 static void
 restore_chunk(void *arg, const char *data, Size len)
 {
@@ -683,6 +783,7 @@ restore_chunk(void *arg, const char *data, Size len)
 		memcpy(&s, p + keylen, Min(state_size, sizeof(s)));
 		if (k->plan->op == WEIR_OP_LAST_VALUE)
 			s.pending = -1;		/* no pending row in this process yet */
+		s.flags &= ~WEIR_KEYED_LINKED;	/* the writer's, not ours */
 		if (k->restore_hook)
 		{
 			/*
@@ -705,9 +806,9 @@ restore_chunk(void *arg, const char *data, Size len)
 		if (DsaPointerIsValid(dp))
 		{
 			if (created || newer(k, &s, weir_keyed_state(k, dp)))
-				memcpy(weir_keyed_state(k, dp), &s, state_size);
+				restore_state(k, dp, &s, created);
 		}
-		else if (k->keep_removed)
+		else if (k->keep_removed && !is_tombstone(k, &s))
 		{
 			/* expired: the sink may still hold its row (see the caller) */
 			MemoryContext oldcxt = MemoryContextSwitchTo(k->removed_cxt);

@@ -23,7 +23,9 @@
 /*
  * An entry's state starts with the event time that decides its expiry
  * (dedup: last seen; last value: the newest row's); last value adds the
- * row's position.  k->state_size says how much of this is used.
+ * row's position, and over a change topic flags.  k->state_size says how
+ * much of this is used: a last value over an ordinary topic stops before
+ * flags, so its chunks keep the layout they had before change topics.
  */
 typedef struct WeirKeyedState
 {
@@ -32,7 +34,23 @@ typedef struct WeirKeyedState
 	int32		part;			/* position, which break ties of t */
 	int32		pending;		/* last value: its row in this worker's
 								 * pending rows; -1: none (not checkpointed) */
+	int32		flags;			/* last value over a change topic: WEIR_KEYED_* */
 } WeirKeyedState;
+
+/*
+ * WeirKeyedState.flags.  A deleted key (a tombstone) stays in memory, so
+ * that a row older than its deletion, read later (from another partition),
+ * does not bring it back; it expires when the watermark passes its time,
+ * and a row of a key not in memory older than the watermark is then late
+ * (last_value.c); with a retention it expires as live keys do.
+ */
+#define WEIR_KEYED_DELETED	0x01	/* the newest row of the key deleted it */
+#define WEIR_KEYED_LINKED	0x02	/* in an expiry bucket although live keys
+									 * never expire (no retention): this
+									 * process's, cleared on restore */
+
+/* Bytes of WeirKeyedState a last value over an ordinary topic keeps */
+#define WEIR_KEYED_STATE_PLAIN offsetof(WeirKeyedState, flags)
 
 typedef struct WeirKeyed WeirKeyed;
 
@@ -74,6 +92,9 @@ struct WeirKeyed
 	int			nheld;
 	int			held_cap;
 	TimestampTz watermark;		/* of the last expiry */
+
+	/* last value over a change topic: entries may be tombstones */
+	bool		tombstones;
 
 	/* entries that expired since the last checkpoint, when kept (last value) */
 	bool		keep_removed;
@@ -122,6 +143,7 @@ extern void weir_keyed_prefetch_walk(WeirKeyed *k, const dsa_pointer *a, int n, 
 									 bool deep);
 extern void weir_keyed_prefetch_expiry(WeirKeyed *k, const dsa_pointer *a, int n, int i);
 extern bool weir_keyed_touch(WeirKeyed *k, dsa_pointer dp);
+extern void weir_keyed_set_deleted(WeirKeyed *k, dsa_pointer dp, bool deleted);
 extern int64 weir_keyed_expire(WeirKeyed *k, TimestampTz watermark);
 extern int64 weir_keyed_expire_exact(WeirKeyed *k, TimestampTz watermark);
 extern void weir_keyed_collect(WeirKeyed *k, TimestampTz watermark,

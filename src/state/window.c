@@ -197,6 +197,25 @@ weir_window_lookup_hashed(WeirWindows *ws, TimestampTz start, TimestampTz end,
 	return w;
 }
 
+/* A window that left memory owes the next checkpoint its retraction. */
+static void
+add_retired(WeirWindows *ws, WeirEntry *w, bool persisted, bool retract_sink)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(ws->retired_cxt);
+	WeirRetired *r = palloc(sizeof(WeirRetired));
+	uint32		keylen = weir_entry_keylen(w);
+
+	r->key = palloc(keylen);
+	memcpy(r->key, weir_entry_key(w), keylen);
+	r->keylen = keylen;
+	r->start = w->start;
+	r->end = weir_window_end(ws->store->root, ws->plan, w);
+	r->persisted = persisted;
+	r->retract_sink = retract_sink;
+	ws->retired = lappend(ws->retired, r);
+	MemoryContextSwitchTo(oldcxt);
+}
+
 /*
  * Take a window out of memory.  `merged`: it became part of another session
  * window, so its own sink row (if it fired) is retracted, not written.  The
@@ -212,16 +231,23 @@ retire(WeirWindows *ws, dsa_pointer dp, bool merged)
 	bool		fired = (flags & (WEIR_ENTRY_FIRED | WEIR_ENTRY_EMITTED)) != 0;
 	bool		persisted = (flags & WEIR_ENTRY_PERSISTED) != 0;
 	bool		sink_dirty = !merged && (flags & WEIR_ENTRY_SINK_DIRTY) != 0;
-	uint32		keylen = weir_entry_keylen(w);
 
 	/*
 	 * A closed window owes nothing but its last sink row (a restore skips
 	 * closed windows): built now, so that nothing else of it (generic
 	 * states can be large) outlives it until the checkpoint.  A merged one,
 	 * not closed, must hide its versions in earlier chunks (window_chunks.c)
-	 * and retract its row.
+	 * and retract its row.  Over a change topic, a window whose rows all
+	 * went is no row: its row, if written, is retracted
+	 * (window_aggregate.c).
 	 */
-	if (sink_dirty)
+	if (sink_dirty && ws->plan->retract &&
+		*(int64 *) (weir_entry_states(root, w) + ws->plan->rows_offset) == 0)
+	{
+		if (flags & WEIR_ENTRY_EMITTED)
+			add_retired(ws, w, false, true);
+	}
+	else if (sink_dirty)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(ws->retired_cxt);
 		int			emitted = (flags & WEIR_ENTRY_EMITTED) != 0;
@@ -237,20 +263,7 @@ retire(WeirWindows *ws, dsa_pointer dp, bool merged)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	else if (merged && (fired || persisted))
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(ws->retired_cxt);
-		WeirRetired *r = palloc(sizeof(WeirRetired));
-
-		r->key = palloc(keylen);
-		memcpy(r->key, weir_entry_key(w), keylen);
-		r->keylen = keylen;
-		r->start = w->start;
-		r->end = weir_window_end(root, ws->plan, w);
-		r->persisted = persisted;
-		r->retract_sink = fired;
-		ws->retired = lappend(ws->retired, r);
-		MemoryContextSwitchTo(oldcxt);
-	}
+		add_retired(ws, w, persisted, fired);
 	if (ws->plan->has_generic)
 		weir_agg_free_generic(ws->plan, weir_entry_states(root, w));
 	weir_store_remove(ws->store, dp);

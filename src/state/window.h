@@ -19,8 +19,9 @@
 
 /*
  * A session window merged into another while a checkpoint holds a version
- * of it or its row is in the sink: the next checkpoint writes it as gone,
- * and retracts its row.
+ * of it or its row is in the sink, or (over a change topic) a window whose
+ * rows all went that leaves memory with its row in the sink: the next
+ * checkpoint writes it as gone if persisted, and retracts its row.
  */
 typedef struct WeirRetired
 {
