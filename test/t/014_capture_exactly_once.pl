@@ -16,10 +16,14 @@
 # with a 100 kB document for one id in ten) or its document replaced.
 # Triggers write every row change into `history` in the same transaction:
 # the oracle.  Two kill -9s of the capture's worker and one immediate stop
-# are placed at random.  At the end the topics hold exactly the history
-# (every change once, none lost: the same multiset of operations and
-# values), every key's changes are in one partition in commit order, and
-# replaying each topic per key gives the table as it is.
+# are placed at random, and one kill -9 of each of two pipelines reading the
+# topics: a last value of accounts and 10-second windows of transfers'
+# count and sum per account.  At the end the topics hold exactly the
+# history (every change once, none lost: the same multiset of operations
+# and values), every key's changes are in one partition in commit order,
+# replaying each topic per key gives the table as it is, the last value's
+# sink equals the accounts table and the windows equal GROUP BY over the
+# transfers table (updates and deletes taken back), nothing late or dead.
 #
 # WEIR_TAP_CAPTURE_TXNS overrides the number of transactions (200000),
 # WEIR_TAP_SECONDS the time the load takes (40), WEIR_TAP_SEED the seed
@@ -51,11 +55,13 @@ CREATE SEQUENCE txns;
 CREATE TABLE accounts (id int PRIMARY KEY, owner int NOT NULL, balance bigint NOT NULL,
 					   doc text NOT NULL);
 ALTER TABLE accounts ALTER COLUMN doc SET STORAGE EXTERNAL;
-CREATE TABLE transfers (id bigserial, account int NOT NULL, amount bigint NOT NULL, note text);
+CREATE TABLE transfers (id bigserial, account int NOT NULL, amount int NOT NULL, note text,
+						ts timestamptz NOT NULL DEFAULT clock_timestamp());
 CREATE INDEX ON transfers (id);
 ALTER TABLE transfers REPLICA IDENTITY FULL;
 CREATE TABLE history (seq bigserial, tbl text, op "char", id bigint, a bigint, b bigint,
 					  doc_md5 text, doc_len int);
+CREATE INDEX ON history (tbl, id, seq);
 CREATE FUNCTION record_account() RETURNS trigger LANGUAGE plpgsql AS \$\$
 BEGIN
 	IF TG_OP = 'DELETE' THEN
@@ -87,10 +93,22 @@ CREATE TRIGGER record AFTER INSERT OR UPDATE OR DELETE ON transfers
 	FOR EACH ROW EXECUTE FUNCTION record_transfer();
 SELECT weir.create_capture('app', tables => ARRAY['accounts'::regclass, 'transfers'::regclass],
 						   partitions => 4);
+-- pipelines over the captured topics: a mirror of accounts, and per-account
+-- 10-second windows of transfers by their (never updated) time, which take
+-- back what updates and deletes undo
+SELECT weir.create_last_value('acc_now', 'app_accounts', key => 'id', event_time => 'commit_time',
+							  columns => 'owner, balance, doc', out_of_orderness => '5 seconds',
+							  late_records => 'acc_now_late');
+SELECT weir.create_pipeline('xfer_windows', 'app_transfers', key => 'account', event_time => 'ts',
+							windowing => weir.tumbling('10 seconds'),
+							aggregates => 'count(*) AS n, sum(amount) AS total',
+							emit => 'updates', out_of_orderness => '30 seconds',
+							allowed_lateness => '1 day', late_records => 'xfer_windows_late');
 });
 ok( $node->poll_query_until('postgres',
 		"SELECT status = 'running' FROM weir.captures WHERE name = 'app'"),
 	'the capture runs');
+wait_pipelines_running($node, 2);
 # the accounts exist before the load, and their inserts are captured too
 $node->safe_psql('postgres', qq{
 INSERT INTO accounts
@@ -129,7 +147,9 @@ UPDATE accounts SET doc = repeat(md5(random()::text), 3125) WHERE id = :id AND :
 END;
 });
 
-my @plan = plan_crashes($seed, $target, 0.2, 0.25, 0.15, 'kill', 'kill', 'immediate');
+# the capture's worker twice, each pipeline's once, the server once
+my @plan = plan_crashes($seed, $target, 0.1, 0.17, 0.1, 'kill', 'kill', 'kill', 'kill', 'immediate');
+my @victims = ('capture', 'acc_now', 'capture', 'xfer_windows');
 my $rate = bench_rate($target, 1, $seconds);
 my $r = produce_with_crashes(
 	node     => $node,
@@ -141,10 +161,15 @@ my $r = produce_with_crashes(
 					'-f', "$reopen\@5" ] ],
 	rows     => sub { try_count($node, 'SELECT last_value FROM txns') },
 	victim   => sub {
+		my $who = $victims[0];
 		my ($ret, $pid) = $node->psql('postgres',
-			"SELECT worker_pid FROM weir.captures WHERE name = 'app' AND worker_pid IS NOT NULL");
+			$who eq 'capture'
+			? "SELECT worker_pid FROM weir.captures WHERE name = 'app' AND worker_pid IS NOT NULL"
+			: "SELECT worker_pid FROM weir.pipelines WHERE name = '$who' AND worker_pid IS NOT NULL");
 		return () unless $ret == 0 && $pid ne '';
-		return ($pid, 'the capture worker', undef);
+		shift @victims;
+		return ($pid, $who eq 'capture' ? 'the capture worker' : "the worker of pipeline $who",
+			$who eq 'capture' ? undef : $who);
 	});
 
 # everything committed is captured: the capture reads up to the WAL's end
@@ -234,6 +259,27 @@ cmp_ok($node->safe_psql('postgres',
 cmp_ok($node->safe_psql('postgres',
 		"SELECT count(*) FROM app_transfers WHERE change_op = 'B'"),
 	'>', 0, 'updates under REPLICA IDENTITY FULL carry their old row');
+
+# the pipelines over the topics: everything captured goes through them
+wait_pipelines_running($node, 2);
+$node->safe_psql('postgres', 'SELECT count(*) FROM weir.checkpoint()');
+$node->safe_psql('postgres', qq{
+CREATE TABLE oracle_acc_now AS SELECT id, owner, balance, doc FROM accounts;
+CREATE TABLE oracle_xfer_windows AS
+	SELECT account, date_bin('10 seconds', ts, timestamptz '2000-01-01 00:00:00+00') AS window_start,
+		   date_bin('10 seconds', ts, timestamptz '2000-01-01 00:00:00+00') + interval '10 seconds'
+		   AS window_end, count(*) AS n, sum(amount) AS total
+	  FROM transfers GROUP BY 1, 2;
+});
+compare_with_oracle($node, pipeline => 'acc_now', cols => 'id, owner, balance, md5(doc)',
+	order => '1');
+compare_with_oracle($node, pipeline => 'xfer_windows',
+	cols => 'account, window_start, window_end, n, total', order => '1, 2');
+is($node->safe_psql('postgres',
+		'SELECT (SELECT count(*) FROM acc_now_late) + (SELECT count(*) FROM xfer_windows_late)'),
+	'0', 'no record was late');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM weir.dead_letters'), '0',
+	'no record was a dead letter');
 
 # the slot holds no more WAL than a round's worth once caught up
 ok( $node->poll_query_until('postgres',
