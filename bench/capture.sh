@@ -18,7 +18,10 @@
 #       without one, the order alternating by round;
 #   (c) remote: the same N changes written on a second server and captured
 #       through a replication connection (pgoutput), against the local
-#       capture of (a).
+#       capture of (a);
+#   and, as the floor of what a capture does, the topic's N rows copied into
+#   a plain table of the same shape (`INSERT ... SELECT`, insert_floor):
+#   decode_plus_insert is the pgoutput time plus that.
 # stdout: one figure a line, `name: value unit`; ratios as
 # `ratio.<a>_vs_<b>: value` (rate a / rate b), best / best and the median
 # of the rounds' paired ratios.  Targets (issue 18): capture_vs_pgoutput
@@ -169,6 +172,14 @@ for ((run = 1; run <= RUNS; run++)); do
 	record_secs pgoutput "$run" "$T" "$N" changes
 	record_secs capture "$run" "$(time_capture cap "$end_lsn")" "$N" changes
 	expect_equal "topic rows" "$(q "SELECT count(*) FROM cap_app")" "$N"
+	# the write floor: the same rows into a plain table of the topic's shape
+	# (its columns and primary key, no trigger), in one INSERT ... SELECT
+	q "CREATE TABLE floor_t (LIKE cap_app INCLUDING ALL)" >/dev/null
+	q "CHECKPOINT" >/dev/null
+	sql_timed "INSERT INTO floor_t SELECT * FROM cap_app"
+	record_secs insert_floor "$run" "$T" "$N" rows
+	q "DROP TABLE floor_t" >/dev/null
+	SECS["decode_plus_insert@$run"]=$(awk -v a="${SECS["pgoutput@$run"]}" -v b="$T" 'BEGIN { printf "%.6f", a + b }')
 	q "SELECT pg_drop_replication_slot('ref')" >/dev/null
 	q "SELECT weir.drop_capture('cap')" >/dev/null
 	q "SELECT weir.drop_topic('cap_app')" >/dev/null
@@ -205,9 +216,12 @@ rate_of() { awk -v n="$2" -v t="$(best "$1")" 'BEGIN { printf "%.0f", n / t }'; 
 echo "capture.changes_per_s: $(rate_of capture "$N") changes/s"
 echo "pgoutput.changes_per_s: $(rate_of pgoutput "$N") changes/s"
 echo "remote.changes_per_s: $(rate_of remote "$N") changes/s"
+echo "insert_floor.rows_per_s: $(rate_of insert_floor "$N") rows/s"
+echo "decode_plus_insert.changes_per_s: $(rate_of decode_plus_insert "$N") changes/s"
 echo "app.with_capture: $(rate_of app_with_capture 1) transactions/s"
 echo "app.without: $(rate_of app_without 1) transactions/s"
-for pair in "capture pgoutput" "remote capture" "app_with_capture app_without"; do
+for pair in "capture pgoutput" "capture decode_plus_insert" "remote capture" \
+	"app_with_capture app_without"; do
 	read -r a b <<<"$pair"
 	echo "ratio.${a}_vs_$b: $(awk -v x="$(best "$a")" -v y="$(best "$b")" 'BEGIN { printf "%.3f", y / x }')"
 	echo "ratio.${a}_vs_$b.paired_median: $(paired "$a" "$b")"
