@@ -223,12 +223,15 @@ apply_change(ApplyState *st, WeirChange *change, XLogRecPtr lsn, TimestampTz com
 }
 
 /*
- * Write the transactions of a batch not yet written; the caller is in a
- * transaction with a snapshot, and sets the capture's position after.
+ * Write the transactions of a batch not yet written, those that end at or
+ * before `upto` (InvalidXLogRecPtr: all); the caller is in a transaction
+ * with a snapshot, and sets the capture's position after.  The capture's
+ * position in memory follows each transaction written, so after an error
+ * it says how far the batch got (capture_worker.c writes that much again).
  */
 void
 weir_capture_apply_messages(WeirCaptureRow *capture, Tuplestorestate *messages,
-							WeirCaptureProgress *progress)
+							XLogRecPtr upto, WeirCaptureProgress *progress)
 {
 	MemoryContext per_message = AllocSetContextCreate(CurrentMemoryContext,
 													  "weir capture message",
@@ -249,6 +252,7 @@ weir_capture_apply_messages(WeirCaptureRow *capture, Tuplestorestate *messages,
 	st.cxt = outer;
 	weir_act_as_begin(&as, capture->owner);
 	st.writer = weir_capture_writer_begin(capture);
+	tuplestore_rescan(messages);
 	while (tuplestore_gettupleslot(messages, true, false, slot))
 	{
 		bool		isnull;
@@ -263,7 +267,8 @@ weir_capture_apply_messages(WeirCaptureRow *capture, Tuplestorestate *messages,
 				lsn = change.lsn;
 				end_lsn = change.end_lsn;
 				commit_time = change.commit_ts;
-				skipping = end_lsn <= capture->position;
+				skipping = end_lsn <= capture->position ||
+					(!XLogRecPtrIsInvalid(upto) && end_lsn > upto);
 				break;
 			case WEIR_CHANGE_COMMIT:
 				if (!skipping)

@@ -28,6 +28,6 @@ typedef struct WeirCaptureProgress
 } WeirCaptureProgress;
 
 extern void weir_capture_apply_messages(WeirCaptureRow *capture, Tuplestorestate *messages,
-										WeirCaptureProgress *progress);
+										XLogRecPtr upto, WeirCaptureProgress *progress);
 
 #endif							/* WEIR_CAPTURE_APPLY_H */

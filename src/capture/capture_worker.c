@@ -99,6 +99,56 @@ weir_capture_note_progress(WeirCaptureSlot *slot, XLogRecPtr received, bool caug
 	SpinLockRelease(&slot->mutex);
 }
 
+/*
+ * Write a decoded batch in the current transaction, with the capture's new
+ * position.  If a transaction of the batch cannot be written (a column's
+ * type changed, a privilege was lost), the ones before it still are, in a
+ * transaction of their own, before the error ends the worker: the capture
+ * stops just before the change it cannot follow, not a batch earlier.
+ */
+static void
+write_batch(WeirCaptureRow *capture, Tuplestorestate *messages, WeirCaptureProgress *progress)
+{
+	XLogRecPtr	before = capture->position;
+	TimestampTz before_time = capture->position_time;
+
+	PG_TRY();
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		weir_capture_apply_messages(capture, messages, InvalidXLogRecPtr, progress);
+		if (progress->transactions > 0)
+			weir_catalog_capture_set_position(capture->id, progress->position,
+											  progress->position_time);
+		PopActiveSnapshot();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		XLogRecPtr	written = capture->position;	/* how far the batch got */
+		WeirCaptureProgress again = {0};
+
+		/* the error outlives the transaction it is aborting */
+		MemoryContextSwitchTo(TopMemoryContext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		capture->position = before;
+		capture->position_time = before_time;
+		if (written > before)
+		{
+			StartTransactionCommand();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			weir_capture_apply_messages(capture, messages, written, &again);
+			weir_catalog_capture_set_position(capture->id, again.position, again.position_time);
+			PopActiveSnapshot();
+			CommitTransactionCommand();
+			weir_local_confirm(written);
+		}
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+}
+
 static void
 run_local(WeirCaptureRow *capture, WeirCaptureSlot *slot)
 {
@@ -157,12 +207,7 @@ run_local(WeirCaptureRow *capture, WeirCaptureSlot *slot)
 		if (ntxns > 0)
 		{
 			pgstat_report_activity(STATE_RUNNING, "weir: capturing changes");
-			PushActiveSnapshot(GetTransactionSnapshot());
-			weir_capture_apply_messages(capture, weir_local_decoder_messages(d), &progress);
-			if (progress.transactions > 0)
-				weir_catalog_capture_set_position(capture->id, progress.position,
-												  progress.position_time);
-			PopActiveSnapshot();
+			write_batch(capture, weir_local_decoder_messages(d), &progress);
 		}
 		weir_local_decoder_done(d);
 		CommitTransactionCommand();

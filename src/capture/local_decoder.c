@@ -57,6 +57,9 @@ struct WeirLocalDecoder
 	LogicalDecodingContext *ctx;
 	TupleDesc	desc;			/* of the messages: one bytea */
 	Tuplestorestate *messages;	/* this batch's */
+	MemoryContext batch_cxt;	/* holds it: outlives the batch's transaction,
+								 * so that a batch can be written again after
+								 * an error (capture_worker.c) */
 	int			ntxns;			/* whole transactions in it */
 	Size		bytes;
 };
@@ -193,6 +196,8 @@ weir_local_decoder_start(const char *slot_name, const Oid *tables, int ntables)
 	MemoryContext old;
 
 	Assert(decoding == NULL);
+	d->batch_cxt = AllocSetContextCreate(TopMemoryContext, "weir capture batch",
+										 ALLOCSET_DEFAULT_SIZES);
 	initStringInfo(&oids);
 	for (int i = 0; i < ntables; i++)
 		appendStringInfo(&oids, "%s%u", i > 0 ? "," : "", tables[i]);
@@ -242,7 +247,9 @@ weir_local_decode(WeirLocalDecoder *d, Size max_bytes, bool *at_end)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	Assert(IsTransactionState() && !TransactionIdIsValid(GetTopTransactionIdIfAny()));
+	MemoryContextSwitchTo(d->batch_cxt);
 	d->messages = tuplestore_begin_heap(false, true, work_mem);
+	MemoryContextSwitchTo(cxt);
 	d->ntxns = 0;
 	d->bytes = 0;
 	/* entries cached under ordinary snapshots must not serve decoding */
@@ -293,6 +300,7 @@ weir_local_decoder_done(WeirLocalDecoder *d)
 	if (d->messages)
 		tuplestore_end(d->messages);
 	d->messages = NULL;
+	MemoryContextReset(d->batch_cxt);
 }
 
 /* Where decoding has read up to: a transaction boundary. */

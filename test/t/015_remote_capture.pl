@@ -9,11 +9,14 @@
 # publisher, in a table outside the publication, how many rows it
 # inserted, updated and deleted.  At the end:
 #   - the topic's I, U and D rows number exactly the row changes made (no
-#     transaction lost or written twice), and B rows none (no key changed);
+#     transaction lost or written twice), and a B row before each U;
 #   - its transactions are exactly those made (distinct commit_lsn);
 #   - replaying the topic per key (the newest change of each id in
 #     commit_lsn, pos order; a delete removes it) gives the publisher's
 #     table, row for row;
+#   - a last value over the topic equals the publisher's table, and
+#     10-second windows of count and sum per group equal GROUP BY over it
+#     (t is REPLICA IDENTITY FULL: updates and deletes are taken back);
 #   - dropping the capture drops its slot on the publisher.
 #
 # WEIR_TAP_ROWS overrides the transactions per round (100).
@@ -35,7 +38,10 @@ $pub->init(allows_streaming => 'logical');
 $pub->start;
 $pub->safe_psql(
 	'postgres', q{
-CREATE TABLE t (id int PRIMARY KEY, v text, n int);
+CREATE TABLE t (id int PRIMARY KEY, v text, n int, grp int NOT NULL DEFAULT 0,
+				ts timestamptz NOT NULL DEFAULT clock_timestamp());
+-- updates carry their old row, which windows take back
+ALTER TABLE t REPLICA IDENTITY FULL;
 CREATE TABLE changes (k int PRIMARY KEY, ins int, upd int, del int);
 CREATE PUBLICATION p FOR TABLE t;
 });
@@ -46,6 +52,15 @@ $node->safe_psql(
 	'postgres', qq{
 CREATE EXTENSION weir;
 SELECT weir.create_capture('r1', publication => 'p', conninfo => \$\$$conninfo\$\$);
+-- pipelines over the remote changes: a mirror of t, and 10-second windows
+-- of t's rows per group by their (never updated) time
+SELECT weir.create_last_value('r1_mirror', 'r1_t', key => 'id', event_time => 'commit_time',
+							  columns => 'v, n, grp, ts', out_of_orderness => '5 seconds');
+SELECT weir.create_pipeline('r1_windows', 'r1_t', key => 'grp', event_time => 'ts',
+							windowing => weir.tumbling('10 seconds'),
+							aggregates => 'count(*) AS c, sum(n) AS total',
+							emit => 'updates', out_of_orderness => '30 seconds',
+							allowed_lateness => '1 day');
 });
 is($node->safe_psql('postgres', 'SELECT key_columns FROM weir.capture_table'),
 	'{id}', 'the key is the primary key');
@@ -68,7 +83,8 @@ sub round
 DO \$\$
 DECLARE i int; u int; d int;
 BEGIN
-	INSERT INTO t SELECT g, 'v' || g || repeat('x', g % 50), g FROM generate_series($k * 10 + 1, $k * 10 + 10) g;
+	INSERT INTO t (id, v, n, grp)
+		SELECT g, 'v' || g || repeat('x', g % 50), g, g % 5 FROM generate_series($k * 10 + 1, $k * 10 + 10) g;
 	GET DIAGNOSTICS i = ROW_COUNT;
 	UPDATE t SET n = n + 1, v = v || '.' WHERE id % 13 = $k % 13 AND id <= $k * 10;
 	GET DIAGNOSTICS u = ROW_COUNT;
@@ -108,12 +124,16 @@ $node->poll_query_until('postgres',
 
 is($node->safe_psql('postgres', q{SELECT count(*) FROM r1_t WHERE change_op IN ('I', 'U', 'D')}),
 	$expected, 'each row change is in the topic once');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM r1_t WHERE change_op NOT IN ('I', 'U', 'D')}),
-	0, 'no old rows (no key changed) and no truncates');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM r1_t WHERE change_op = 'B'}),
+	$node->safe_psql('postgres', q{SELECT count(*) FROM r1_t WHERE change_op = 'U'}),
+	'each update carries its old row (REPLICA IDENTITY FULL)');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM r1_t WHERE change_op = 'T'}),
+	0, 'no truncates');
 is($node->safe_psql('postgres', q{SELECT count(DISTINCT commit_lsn) FROM r1_t}),
 	3 * $txns, 'each transaction is in the topic');
 is($node->safe_psql('postgres', q{SELECT string_agg(x, ',') FROM (
-	SELECT change_op || count(*) AS x FROM r1_t GROUP BY change_op ORDER BY change_op) s}),
+	SELECT change_op || count(*) AS x FROM r1_t WHERE change_op <> 'B'
+	 GROUP BY change_op ORDER BY change_op) s}),
 	$pub->safe_psql('postgres', q{SELECT 'D' || sum(del) || ',I' || sum(ins) || ',U' || sum(upd) FROM changes}),
 	'inserts, updates and deletes as made');
 
@@ -127,6 +147,24 @@ SELECT string_agg(format('%s|%s|%s', id, v, n), E'\n' ORDER BY id)
 my $final = $pub->safe_psql('postgres',
 	q{SELECT string_agg(format('%s|%s|%s', id, v, n), E'\n' ORDER BY id) FROM t});
 ok($replayed eq $final, 'replaying the topic gives the publisher\'s table');
+
+# the pipelines over the remote changes: the mirror is the publisher's table,
+# the windows GROUP BY over it
+$node->safe_psql('postgres', 'SELECT count(*) FROM weir.checkpoint()');
+my $rows = $pub->safe_psql('postgres',
+	q{SELECT string_agg(format('(%s, %L, %s, %s, %L)', id, v, n, grp, ts), ', ') FROM t});
+$node->safe_psql('postgres', qq{
+CREATE TABLE pub_t (id int, v text, n int, grp int, ts timestamptz);
+INSERT INTO pub_t VALUES $rows;
+CREATE TABLE oracle_r1_mirror AS SELECT id, v, n, grp, ts FROM pub_t;
+CREATE TABLE oracle_r1_windows AS
+	SELECT grp, date_bin('10 seconds', ts, timestamptz '2000-01-01 00:00:00+00') AS window_start,
+		   count(*) AS c, sum(n) AS total
+	  FROM pub_t GROUP BY 1, 2;
+});
+compare_with_oracle($node, pipeline => 'r1_mirror', cols => 'id, v, n, grp, ts', order => '1');
+compare_with_oracle($node, pipeline => 'r1_windows', cols => 'grp, window_start, c, total',
+	order => '1, 2');
 
 unlike($node->safe_psql('postgres', q{SELECT row_to_json(c)::text FROM weir.captures c}),
 	qr/port=/, 'weir.captures does not show the connection string');

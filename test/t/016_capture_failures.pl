@@ -37,6 +37,7 @@ $replica->stop;
 
 my $node = start_weir_node('capture_failures', wal_level => 'logical',
 	max_replication_slots => 8, max_slot_wal_keep_size => "'64MB'",
+	logical_decoding_work_mem => "'64kB'", work_mem => "'64kB'",
 	'weir.launcher_naptime' => 200, log_checkpoints => 'off');
 $node->safe_psql('postgres', q{
 CREATE EXTENSION weir;
@@ -81,6 +82,41 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM idle_quiet}), '1',
 	'the dropped table\'s last changes are captured');
 like($node->safe_psql('postgres', q{SELECT status || ': ' || warning FROM weir.captures}),
 	qr/^running: captured table \d+ was dropped at /, 'weir.captures says which table went');
+
+# a transaction far larger than memory: the reorder buffer spills it to
+# disk, the capture's own buffer to a temporary file, and it is written whole
+$node->safe_psql('postgres', q{
+CREATE TABLE big (id int PRIMARY KEY, v text);
+SELECT weir.create_capture('spill', tables => ARRAY['big'::regclass]);});
+ok($node->poll_query_until('postgres', q{SELECT status = 'running' FROM weir.captures WHERE name = 'spill'}),
+	'a second capture runs');
+$node->safe_psql('postgres',
+	q{INSERT INTO big SELECT g, repeat('v', 100) FROM generate_series(1, 100000) g});
+ok($node->poll_query_until('postgres', q{SELECT count(*) FROM spill_big}, '100000'),
+	'a 100,000-row transaction is captured whole');
+cmp_ok($node->safe_psql('postgres', q{SELECT spill_count FROM pg_stat_replication_slots s
+	JOIN weir.capture c ON c.slot_name = s.slot_name WHERE c.name = 'spill'}),
+	'>', 0, 'having been spilled to disk by the reorder buffer');
+is($node->safe_psql('postgres', q{SELECT count(DISTINCT commit_lsn) FROM spill_big}), '1',
+	'as one transaction');
+
+# an incompatible change of a captured table stops the capture, clearly
+$node->safe_psql('postgres', q{INSERT INTO big VALUES (0, 'before')});
+$node->safe_psql('postgres', q{ALTER TABLE big ALTER COLUMN id TYPE bigint});
+$node->safe_psql('postgres', q{INSERT INTO big VALUES (-1, 'after')});
+ok( $node->poll_query_until('postgres',
+		q{SELECT status = 'failed' AND last_error ~ 'changed type' FROM weir.captures WHERE name = 'spill'}),
+	'a column whose type changed stops the capture with its error');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM spill_big WHERE id = 0}), '1',
+	'the changes before it are captured');
+sleep 2;
+is($node->safe_psql('postgres', q{SELECT worker_pid IS NULL AND NOT c.enabled
+	FROM weir.captures s JOIN weir.capture c USING (name) WHERE name = 'spill'}), 't',
+	'and it is not restarted in a loop');
+$node->safe_psql('postgres', q{SELECT weir.drop_capture('spill')});
+ok( $node->poll_query_until('postgres', q{SELECT count(*) FROM pg_replication_slots
+	WHERE slot_name LIKE 'weir_capture_%'}, '1'),
+	'its slot is dropped');
 
 # the slot invalidated: an open transaction on a captured table holds the
 # restart point while more than max_slot_wal_keep_size is written
