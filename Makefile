@@ -61,6 +61,7 @@ OBJS = \
 	src/capture/output_plugin.o \
 	src/capture/capture_catalog.o \
 	src/capture/capture_define.o \
+	src/capture/capture_topic.o \
 	src/capture/capture_shmem.o \
 	src/capture/capture_writer.o \
 	src/capture/capture_apply.o \

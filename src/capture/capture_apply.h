@@ -17,15 +17,7 @@
 #include "utils/tuplestore.h"
 
 #include "capture/capture_catalog.h"
-
-/* What a batch did */
-typedef struct WeirCaptureProgress
-{
-	XLogRecPtr	position;		/* end of the last transaction written */
-	TimestampTz position_time;	/* its commit time */
-	int64		rows;			/* topic rows written */
-	int64		transactions;	/* transactions written */
-} WeirCaptureProgress;
+#include "capture/capture_shmem.h"
 
 extern void weir_capture_apply_messages(WeirCaptureRow *capture, Tuplestorestate *messages,
 										XLogRecPtr upto, WeirCaptureProgress *progress);

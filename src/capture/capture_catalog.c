@@ -433,26 +433,6 @@ weir_catalog_capture_slot_names(void)
 					   "WHERE publication IS NULL ORDER BY id", true);
 }
 
-/* The name of the capture writing topic `topic`, or NULL. */
-char *
-weir_catalog_capture_writing(Oid topic)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	WeirCatalogPrivilege p;
-	Oid			type = OIDOID;
-	Datum		value = ObjectIdGetDatum(topic);
-	char	   *name = NULL;
-
-	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("SELECT c.name FROM weir.capture_table t JOIN weir.capture c "
-					  "ON c.id = t.capture_id WHERE t.topic = $1",
-					  1, &type, &value, NULL, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-		name = text_value(SPI_tuptable->vals[0], 1, cxt);
-	weir_catalog_privileged_end(&p);
-	return name;
-}
-
 /* A captured table was dropped: note it; whether it was captured. */
 bool
 weir_catalog_capture_table_dropped(Oid relid)

@@ -83,7 +83,6 @@ extern List *weir_catalog_remote_slots_to_drop(MemoryContext cxt);
 extern void weir_catalog_remote_slot_dropped(const char *slot_name);
 extern List *weir_catalog_enabled_captures(void);
 extern List *weir_catalog_capture_slot_names(void);
-extern char *weir_catalog_capture_writing(Oid topic);
 extern bool weir_catalog_capture_table_dropped(Oid relid);
 extern void weir_catalog_capture_table_columns(int32 capture_id,
 											   const WeirCaptureTableRow *t);

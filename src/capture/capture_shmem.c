@@ -152,6 +152,22 @@ weir_capture_shmem_claim(int32 capture_id, int *holder_pid)
 	return free_slot;
 }
 
+/* A worker notes what it has read and written (weir.captures shows it). */
+void
+weir_capture_note_progress(WeirCaptureSlot *slot, XLogRecPtr received, bool caught_up,
+						   const WeirCaptureProgress *progress)
+{
+	SpinLockAcquire(&slot->mutex);
+	if (received > slot->received_lsn)
+		slot->received_lsn = received;
+	if (caught_up && !slot->caught_up)
+		slot->caught_up_at = GetCurrentTimestamp();
+	slot->caught_up = caught_up;
+	slot->changes += progress->rows;
+	slot->transactions += progress->transactions;
+	SpinLockRelease(&slot->mutex);
+}
+
 /* Whether capture `capture_id` of this database has a worker. */
 bool
 weir_capture_shmem_running(int32 capture_id)

@@ -33,8 +33,19 @@ typedef struct WeirCaptureSlot
 	TimestampTz next_connect_at;	/* remote: back-off after a failure; 0: none */
 } WeirCaptureSlot;
 
+/* What a batch did */
+typedef struct WeirCaptureProgress
+{
+	XLogRecPtr	position;		/* end of the last transaction written */
+	TimestampTz position_time;	/* its commit time */
+	int64		rows;			/* topic rows written */
+	int64		transactions;	/* transactions written */
+} WeirCaptureProgress;
+
 extern void weir_capture_shmem_install_hooks(void);
 extern WeirCaptureSlot *weir_capture_shmem_claim(int32 capture_id, int *holder_pid);
 extern bool weir_capture_shmem_running(int32 capture_id);
+extern void weir_capture_note_progress(WeirCaptureSlot *slot, XLogRecPtr received,
+									   bool caught_up, const WeirCaptureProgress *progress);
 
 #endif							/* WEIR_CAPTURE_SHMEM_H */

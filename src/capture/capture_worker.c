@@ -84,21 +84,6 @@ check_owner_rights(WeirCaptureRow *capture)
 	}
 }
 
-void
-weir_capture_note_progress(WeirCaptureSlot *slot, XLogRecPtr received, bool caught_up,
-						   const WeirCaptureProgress *progress)
-{
-	SpinLockAcquire(&slot->mutex);
-	if (received > slot->received_lsn)
-		slot->received_lsn = received;
-	if (caught_up && !slot->caught_up)
-		slot->caught_up_at = GetCurrentTimestamp();
-	slot->caught_up = caught_up;
-	slot->changes += progress->rows;
-	slot->transactions += progress->transactions;
-	SpinLockRelease(&slot->mutex);
-}
-
 /*
  * Write a decoded batch in the current transaction, with the capture's new
  * position.  If a transaction of the batch cannot be written (a column's

@@ -17,7 +17,5 @@
 #include "capture/capture_shmem.h"
 
 extern PGDLLEXPORT void weir_capture_main(Datum main_arg);
-extern void weir_capture_note_progress(WeirCaptureSlot *slot, XLogRecPtr received,
-									   bool caught_up, const WeirCaptureProgress *progress);
 
 #endif							/* WEIR_CAPTURE_WORKER_H */

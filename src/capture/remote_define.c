@@ -41,7 +41,8 @@
 #include "utils/tuplestore.h"
 
 #include "capture/capture_catalog.h"
-#include "capture/capture_define.h"
+#include "capture/capture_topic.h"
+#include "capture/remote_define.h"
 #include "capture/remote_conn.h"
 
 /* One table of the remote publication, as read from the remote */

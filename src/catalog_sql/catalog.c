@@ -307,6 +307,26 @@ weir_catalog_topic_insert(Oid relid, int32 partitions, const char *key_column,
 	return id;
 }
 
+/* The name of the capture writing topic `topic` (src/capture/), or NULL. */
+char *
+weir_catalog_capture_writing(Oid topic)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirCatalogPrivilege p;
+	Oid			type = OIDOID;
+	Datum		value = ObjectIdGetDatum(topic);
+	char	   *name = NULL;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT c.name FROM weir.capture_table t JOIN weir.capture c "
+					  "ON c.id = t.capture_id WHERE t.topic = $1",
+					  1, &type, &value, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		name = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	weir_catalog_privileged_end(&p);
+	return name;
+}
+
 /* The name of a pipeline reading or writing the relation, or NULL. */
 char *
 weir_catalog_pipeline_reading(Oid relid)

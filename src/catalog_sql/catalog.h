@@ -55,6 +55,7 @@ extern int32 weir_catalog_topic_insert(Oid relid, int32 partitions,
 									   Interval *retention);
 extern int32 weir_catalog_topic_delete(Oid relid);
 extern char *weir_catalog_pipeline_reading(Oid relid);
+extern char *weir_catalog_capture_writing(Oid topic);
 extern void weir_catalog_topic_set_retention(Oid relid, Interval *retention);
 extern void weir_catalog_drop_table(Oid relid);
 extern int64 *weir_catalog_count_rows(Oid relid, int32 partitions);

@@ -57,7 +57,6 @@
 #include "base/sql_args.h"
 #include "catalog_sql/catalog.h"
 #include "topic/partition.h"
-#include "capture/capture_catalog.h"
 #include "topic/topic.h"
 
 static HTAB *topic_cache = NULL;

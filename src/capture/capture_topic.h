@@ -1,23 +1,21 @@
 /*-------------------------------------------------------------------------
  *
- * capture_define.h
- *	  Defining captures (capture_define.c, remote_define.c).
+ * capture_topic.h
+ *	  What local and remote captures share in defining a capture
+ *	  (capture_topic.c).
  *
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
- *	  src/capture/capture_define.h
+ *	  src/capture/capture_topic.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef WEIR_CAPTURE_DEFINE_H
-#define WEIR_CAPTURE_DEFINE_H
-
-#include "utils/array.h"
+#ifndef WEIR_CAPTURE_TOPIC_H
+#define WEIR_CAPTURE_TOPIC_H
 
 #include "capture/capture_catalog.h"
 
-/* capture_define.c: shared by local and remote captures */
 extern void weir_capture_check_can_capture(void);
 extern void weir_capture_check_column_name(const char *column, const char *table);
 extern Oid	weir_capture_create_topic(const char *capture, const char *table_name,
@@ -26,10 +24,4 @@ extern Oid	weir_capture_create_topic(const char *capture, const char *table_name
 									  const Oid *collations, int32 partitions,
 									  Datum retention, bool has_retention);
 
-/* remote_define.c: a capture of another server's publication */
-extern int32 weir_remote_capture_create(const char *name, const char *publication,
-										const char *conninfo, ArrayType *remote_tables,
-										const char *topic_schema, int32 partitions,
-										Datum retention, bool has_retention);
-
-#endif							/* WEIR_CAPTURE_DEFINE_H */
+#endif							/* WEIR_CAPTURE_TOPIC_H */
