@@ -149,6 +149,14 @@ SELECT wait_for_capture_lsn('cd', pg_current_wal_lsn());
 -- stopped: no worker, the slot stays and keeps the position
 SELECT weir.stop_capture('cd');
 SELECT wait_for_capture('cd', 'stopped');
+-- the launcher stops the worker once the stop has committed
+DO $$
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		EXIT WHEN (SELECT worker_pid IS NULL FROM weir.captures WHERE name = 'cd');
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
 SELECT worker_pid IS NULL AS no_worker FROM weir.captures WHERE name = 'cd';
 INSERT INTO cd_orders (id, customer) VALUES (62, 'while stopped');
 SELECT weir.start_capture('cd');
