@@ -560,6 +560,11 @@ INSERT INTO accounts SELECT g, 'owner ' || g, 100 FROM generate_series(1, 500) g
 UPDATE accounts SET balance = balance + 10 WHERE id % 3 = 0;
 UPDATE accounts SET id = id + 1000 WHERE id % 50 = 0;   -- a key change: a 'B' then a 'U'
 DELETE FROM accounts WHERE id % 7 = 0;
+EOF
+wait_for "the capture to read those changes" \
+	"SELECT received_lsn >= '$(value "SELECT pg_current_wal_lsn()")' FROM weir.captures" 60
+show_sql <<'EOF'
+-- I: inserts, U: updates' new rows, B: a key change's old key, D: deletes
 SELECT change_op, count(*) FROM shop_accounts GROUP BY 1 ORDER BY 1;
 SELECT name, status, tables, topics, position, lag_bytes, wal_retained_bytes FROM weir.captures;
 EOF
@@ -567,7 +572,7 @@ CAPTURE_PID=$(value "SELECT worker_pid FROM weir.captures WHERE name = 'shop'")
 say "kill -9 the capture's worker ($CAPTURE_PID) while the application keeps writing"
 for t in $(seq 1 20); do
 	echo "UPDATE accounts SET balance = balance + $t WHERE id % 10 = $((t % 10));"
-done | weir_psql -q >/dev/null &
+done | weir_psql -q >/dev/null 2>&1 &	# the crash ends its session: expected
 APP_PID=$!
 weir_as_pg kill -9 "$CAPTURE_PID"
 sleep 1
