@@ -225,9 +225,8 @@ create_local_capture(const char *name, List *relids, const char *topic_schema,
  * weir.create_capture(name, tables, publication, topic_schema, partitions,
  * retention, conninfo, remote_tables, start) -> integer
  */
-PG_FUNCTION_INFO_V1(weir_create_capture);
-Datum
-weir_create_capture(PG_FUNCTION_ARGS)
+static int32
+create_capture(FunctionCallInfo fcinfo)
 {
 	WeirSqlArgs args;
 	char	   *name;
@@ -320,6 +319,42 @@ weir_create_capture(PG_FUNCTION_ARGS)
 	if (!start)
 		weir_catalog_capture_set_enabled(id, false);
 	weir_shmem_wake_launcher_at_commit();
+	return id;
+}
+
+/*
+ * weir.create_capture(...).  A call with a connection string keeps its
+ * statement out of the server log when it fails (errhidestmt): the string
+ * may hold a password, and the log would show the statement after the
+ * error.  (log_statement, an administrator's setting, logs statements
+ * before they run: README says to use a password file.)
+ */
+PG_FUNCTION_INFO_V1(weir_create_capture);
+Datum
+weir_create_capture(PG_FUNCTION_ARGS)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WeirSqlArgs args;
+	int32		id = 0;
+
+	weir_sql_args_init(&args, fcinfo);
+	if (weir_sql_arg_isnull(&args, "conninfo"))
+		PG_RETURN_INT32(create_capture(fcinfo));
+	PG_TRY();
+	{
+		id = create_capture(fcinfo);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		edata->hide_stmt = true;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
 	PG_RETURN_INT32(id);
 }
 

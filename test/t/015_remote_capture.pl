@@ -169,6 +169,17 @@ compare_with_oracle($node, pipeline => 'r1_windows', cols => 'grp, window_start,
 unlike($node->safe_psql('postgres', q{SELECT row_to_json(c)::text FROM weir.captures c}),
 	qr/port=/, 'weir.captures does not show the connection string');
 
+# a failing create_capture keeps its statement, which names the password,
+# out of the server log (log_statement, on in these tests, is switched off
+# for it: that one logs before anything runs, an administrator's choice)
+my $offset = -s $node->logfile;
+my ($failed) = $node->psql('postgres', q{SET log_statement = 'none';
+SELECT weir.create_capture('unreachable', publication => 'p',
+	conninfo => 'host=/nonexistent port=1 dbname=postgres user=nobody password=sekrit_pw')});
+isnt($failed, 0, 'a capture of a server that cannot be reached fails');
+unlike(slurp_file($node->logfile, $offset), qr/sekrit_pw/,
+	'its password is not in the server log');
+
 $node->safe_psql('postgres', q{SELECT weir.drop_capture('r1')});
 $pub->poll_query_until('postgres',
 	q{SELECT count(*) = 0 FROM pg_replication_slots})
