@@ -407,8 +407,46 @@ CREATE TABLE weir.checkpoints (
 	state_rows		bigint NOT NULL,		-- windows written
 	state_deletes	bigint NOT NULL,		-- windows deleted
 	records_in		bigint NOT NULL,		-- since the previous checkpoint
+	-- waiting for the barriers of every input process: 0 while a pipeline
+	-- has one (where barrier alignment will show)
+	alignment_ms	float8 NOT NULL DEFAULT 0,
 	PRIMARY KEY (pipeline_id, id)
 );
+
+-- Where the last hour's checkpoints spent their time, per pipeline: each
+-- phase's median, 95th percentile and maximum (weir.checkpoints keeps the
+-- phases of each).  total_ms: from due to committed.
+CREATE VIEW weir.checkpoint_summary AS
+	SELECT p.name AS pipeline,
+		   count(*) AS checkpoints,
+		   min(c.committed_at) AS since,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY c.start_delay_ms) AS start_delay_p50_ms,
+		   percentile_cont(0.95) WITHIN GROUP (ORDER BY c.start_delay_ms) AS start_delay_p95_ms,
+		   max(c.start_delay_ms) AS start_delay_max_ms,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY c.alignment_ms) AS alignment_p50_ms,
+		   percentile_cont(0.95) WITHIN GROUP (ORDER BY c.alignment_ms) AS alignment_p95_ms,
+		   max(c.alignment_ms) AS alignment_max_ms,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY c.sync_ms) AS sync_p50_ms,
+		   percentile_cont(0.95) WITHIN GROUP (ORDER BY c.sync_ms) AS sync_p95_ms,
+		   max(c.sync_ms) AS sync_max_ms,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY c.async_ms) AS async_p50_ms,
+		   percentile_cont(0.95) WITHIN GROUP (ORDER BY c.async_ms) AS async_p95_ms,
+		   max(c.async_ms) AS async_max_ms,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY t.total_ms) AS total_p50_ms,
+		   percentile_cont(0.95) WITHIN GROUP (ORDER BY t.total_ms) AS total_p95_ms,
+		   max(t.total_ms) AS total_max_ms,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY c.bytes) AS bytes_p50,
+		   max(c.bytes) AS bytes_max,
+		   sum(c.sink_rows) AS sink_rows,
+		   sum(c.records_in) AS records_in
+	  FROM weir.checkpoints c
+	  JOIN weir.pipeline p ON p.id = c.pipeline_id,
+		   LATERAL (SELECT extract(epoch FROM c.committed_at - c.started_at) * 1000 AS total_ms) t
+	 WHERE c.committed_at > now() - interval '1 hour'
+	 GROUP BY p.name;
+COMMENT ON VIEW weir.checkpoint_summary IS
+	'per pipeline, the last hour of checkpoints: median, 95th percentile and maximum of each phase (start delay, alignment, synchronous, asynchronous, total), bytes, sink rows and records read';
+GRANT SELECT ON weir.checkpoint_summary TO PUBLIC;
 
 CREATE TABLE weir.restores (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
