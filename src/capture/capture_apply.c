@@ -151,8 +151,8 @@ apply_change(ApplyState *st, WeirChange *change, XLogRecPtr lsn, TimestampTz com
 	if (table < 0)
 		return;					/* not captured any more */
 	t = &capture->tables[table];
-	if (t->natts_checked < max_attnum(t))
-		t->natts_checked = max_attnum(t);
+	if (t->natts_checked == 0)
+		t->natts_checked = max_attnum(t);	/* once per table, not per change */
 	if ((change->new_tuple.present && change->new_tuple.natts > t->natts_checked) ||
 		(change->old_tuple.present && change->old_tuple.natts > t->natts_checked))
 	{

@@ -425,7 +425,7 @@ weir_catalog_enabled_captures(void)
 	return column_list("SELECT id FROM weir.capture WHERE enabled ORDER BY id", false);
 }
 
-/* Every capture's slot name (local and remote), as C strings. */
+/* Every local capture's slot name, as C strings (the launcher's sweep). */
 List *
 weir_catalog_capture_slot_names(void)
 {

@@ -55,30 +55,6 @@
 
 static WeirPlan *plan_from_text(WeirPipelineRow *row, WeirDefinition **def);
 
-static bool wake_registered = false;
-static bool wake_at_commit = false;
-
-static void
-wake_callback(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_COMMIT && wake_at_commit)
-		weir_shmem_wake_launcher();
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
-		wake_at_commit = false;
-}
-
-/* The launcher acts on catalog changes once they are committed. */
-static void
-wake_launcher_at_commit(void)
-{
-	if (!wake_registered)
-	{
-		RegisterXactCallback(wake_callback, NULL);
-		wake_registered = true;
-	}
-	wake_at_commit = true;
-}
-
 /* --- window constructors ------------------------------------------------ */
 
 /*
@@ -371,7 +347,7 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 	row->nkeys = def->nkeys;
 	row->id = weir_catalog_pipeline_insert(row);
 	if (row->enabled)
-		wake_launcher_at_commit();
+		weir_shmem_wake_launcher_at_commit();
 	return row->id;
 }
 
@@ -662,7 +638,7 @@ weir_start(PG_FUNCTION_ARGS)
 	weir_act_as_end(&as);
 
 	weir_catalog_pipeline_set_enabled(row.id, true);
-	wake_launcher_at_commit();
+	weir_shmem_wake_launcher_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -673,7 +649,7 @@ weir_stop(PG_FUNCTION_ARGS)
 	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
 
 	weir_catalog_pipeline_set_enabled(row.id, false);
-	wake_launcher_at_commit();
+	weir_shmem_wake_launcher_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -685,7 +661,7 @@ weir_drop_pipeline(PG_FUNCTION_ARGS)
 
 	weir_catalog_pipeline_delete(row.id);
 	weir_definition_drop(row.definition);
-	wake_launcher_at_commit();
+	weir_shmem_wake_launcher_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -700,7 +676,7 @@ Datum
 weir_forget_definition(PG_FUNCTION_ARGS)
 {
 	if (weir_catalog_pipeline_delete_by_definition(PG_GETARG_OID(0)))
-		wake_launcher_at_commit();
+		weir_shmem_wake_launcher_at_commit();
 	PG_RETURN_VOID();
 }
 
