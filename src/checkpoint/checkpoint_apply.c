@@ -155,6 +155,7 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 	memset(res, 0, sizeof(*res));
 	if (!weir_checkpoint_pipeline_exists(row))
 		return false;
+	weir_sink_begin(target->sink, h->checkpoint_id);
 	while ((op = weir_package_read_op(&r, cols, maxcols, &chunks)) != NULL)
 	{
 		switch ((WeirPackageOpKind) op->kind)
@@ -235,6 +236,8 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 								  ms_since(h->synced, written), h->bytes,
 								  h->sink_rows, h->state_rows, state_deletes,
 								  h->records_since);
+	/* the last thing before the commit: a remote sink prepares here */
+	weir_sink_prepare(target->sink);
 	res->checkpoint_id = h->checkpoint_id;
 	res->served = h->served;
 	res->sink_rows = h->sink_rows;

@@ -383,6 +383,8 @@ writer_write(const char *data, Size len)
 	written = weir_checkpoint_apply(writer, data, len, &res);
 	weir_transaction_end();
 	MemoryContextSwitchTo(writer_cxt);
+	if (written)
+		weir_sink_committed(writer->sink);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	if (!written)
 	{

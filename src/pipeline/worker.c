@@ -657,6 +657,8 @@ run(WeirWorker *w)
 			pfree(pkg.buf.data);
 		}
 		weir_transaction_end();
+		if (checkpoint && w->writer == NULL)
+			weir_sink_committed(w->target->sink);
 		if (checkpoint)
 		{
 			/* what expired while waiting for this checkpoint goes now */

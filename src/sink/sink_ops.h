@@ -19,6 +19,14 @@
  *	recheck		the sink still fits the pipeline (raises if not), before any
  *				row is blamed for a failed write
  *
+ * and around them, each optional (NULL: nothing to do):
+ *	begin		a checkpoint's writes start (sink->checkpoint_id is set);
+ *				in its transaction, before the first write
+ *	prepare		its writes are done: the last thing before the local
+ *				commit (a remote sink prepares its own transaction here)
+ *	committed	the local commit happened: outside any transaction (a
+ *				remote sink commits what it prepared)
+ *
  * The table sink (sink_table.c) is the one kind today; a topic sink is a
  * table sink of the topic's table.
  *
@@ -42,6 +50,9 @@ typedef struct WeirSinkOps
 	void		(*write_keeping) (WeirSink *sink, WeirColumn *cols, int ncols);
 	void		(*delete) (WeirSink *sink, WeirColumn *key, int nkey);
 	void		(*recheck) (WeirSink *sink);
+	void		(*begin) (WeirSink *sink);
+	void		(*prepare) (WeirSink *sink);
+	void		(*committed) (WeirSink *sink);
 } WeirSinkOps;
 
 struct WeirSink
@@ -50,6 +61,30 @@ struct WeirSink
 	Oid			relid;			/* dead letters of the sink name it */
 	const char *const *names;	/* its columns' names, for their JSON (then
 								 * the name of write_keeping's last column) */
+	int64		checkpoint_id;	/* of the checkpoint being written */
 };
+
+/* A checkpoint's writes start, end, and were committed (the optional ops). */
+static inline void
+weir_sink_begin(WeirSink *sink, int64 checkpoint_id)
+{
+	sink->checkpoint_id = checkpoint_id;
+	if (sink->ops->begin)
+		sink->ops->begin(sink);
+}
+
+static inline void
+weir_sink_prepare(WeirSink *sink)
+{
+	if (sink->ops->prepare)
+		sink->ops->prepare(sink);
+}
+
+static inline void
+weir_sink_committed(WeirSink *sink)
+{
+	if (sink->ops->committed)
+		sink->ops->committed(sink);
+}
 
 #endif							/* WEIR_SINK_OPS_H */
