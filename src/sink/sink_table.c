@@ -27,6 +27,7 @@
 #include "catalog_sql/catalog_pipeline.h"
 #include "definition/write_target.h"
 #include "sink/bulk.h"
+#include "sink/sink_sql.h"
 #include "sink/sink_table.h"
 
 typedef struct SinkTable
@@ -42,185 +43,58 @@ typedef struct SinkTable
 	SPIPlanPtr	delete_plan;
 } SinkTable;
 
-/* The name of write_keeping's last column, in dead letters */
-#define KEPT_COLUMN "weir_kept"
-
 /*
- * The sink's insert, prepared once per worker and kept:
- *	INSERT INTO sink (columns) SELECT * FROM unnest($1, ..., $n)
- * and with upsert, for rows already emitted (late updates, emit updates):
- *	... ON CONFLICT (key columns) DO UPDATE SET other columns
- * Parameters are arrays, one per column.  Must be called inside SPI.
+ * The sink's statements (sink_sql.c), prepared once per worker and kept:
+ * parameters $1..$n, arrays, one per column (a delete's: its key columns;
+ * keeping's: then the kept flags).  Must be called inside SPI.
  */
+typedef enum SinkStatement
+{
+	SINK_INSERT,
+	SINK_UPSERT,
+	SINK_KEEPING,
+	SINK_DELETE
+} SinkStatement;
+
 static SPIPlanPtr
-prepare_sink(WeirPlan *plan, Oid sink, bool upsert)
+prepare_sink(WeirPlan *plan, Oid sink, SinkStatement which)
 {
-	StringInfoData sql;
 	int			ncols = plan->nsinkcols;
-	Oid		   *types = palloc(sizeof(Oid) * ncols);
-	SPIPlanPtr	prepared;
-
-	Assert(!upsert || plan->nsinkkey > 0);
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
-												get_rel_name(sink)));
-	for (int i = 0; i < ncols; i++)
-	{
-		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
-						 quote_identifier(plan->sinkcols[i].name));
-		types[i] = get_array_type(plan->sinkcols[i].type);
-	}
-	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
-	for (int i = 0; i < ncols; i++)
-		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfoChar(&sql, ')');
-	if (upsert)
-	{
-		for (int i = 0; i < plan->nsinkkey; i++)
-			appendStringInfo(&sql, "%s%s", i == 0 ? " ON CONFLICT (" : ", ",
-							 quote_identifier(plan->sinkcols[i].name));
-		appendStringInfoString(&sql, ") DO UPDATE SET ");
-		for (int i = plan->nsinkkey; i < ncols; i++)
-		{
-			const char *c = quote_identifier(plan->sinkcols[i].name);
-
-			appendStringInfo(&sql, "%s%s = EXCLUDED.%s", i > plan->nsinkkey ? ", " : "", c, c);
-		}
-	}
-
-	prepared = weir_catalog_prepare_hiding_sql(sql.data, ncols, types);
-	if (SPI_keepplan(prepared) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return prepared;
-}
-
-/*
- * The key columns of d and of another relation, equal:
- *	d.k1 = <other>.k1 AND ...
- */
-static char *
-key_match(WeirPlan *plan, const char *other)
-{
-	StringInfoData cond;
-
-	initStringInfo(&cond);
-	for (int i = 0; i < plan->nsinkkey; i++)
-	{
-		const char *k = quote_identifier(plan->sinkcols[i].name);
-
-		appendStringInfo(&cond, "%sd.%s = %s.%s", i > 0 ? " AND " : "", k, other, k);
-	}
-	return cond.data;
-}
-
-/*
- * The sink's upsert of rows some of whose columns keep the value the sink
- * has, prepared once per worker and kept:
- *	WITH d AS (SELECT * FROM unnest($1, ..., $n, $n+1) AS d(c1, ..., kept)),
- *		 u AS (UPDATE sink s SET c = CASE WHEN substr(d.kept, i, 1) = 'k'
- *									 THEN s.c ELSE d.c END, ...
- *				 FROM d WHERE <keys match> RETURNING <d's keys>)
- *	INSERT INTO sink (c1, ...) SELECT c1, ... FROM d
- *	 WHERE NOT EXISTS (SELECT FROM u WHERE <keys match>)
- * A row not in the sink is inserted with what it has (NULL where it
- * keeps).  Parameters are arrays, one per column, then the text array.
- * Must be called inside SPI.
- */
-static SPIPlanPtr
-prepare_sink_keeping(WeirPlan *plan, Oid sink)
-{
-	StringInfoData sql;
-	StringInfoData cols;
-	StringInfoData dcols;
-	int			ncols = plan->nsinkcols;
+	int			nparams = which == SINK_DELETE ? plan->nsinkkey :
+		which == SINK_KEEPING ? ncols + 1 : ncols;
 	Oid		   *types = palloc(sizeof(Oid) * (ncols + 1));
-	const char *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
-												   get_rel_name(sink));
+	const char **params = palloc(sizeof(char *) * (ncols + 1));
+	int		   *key = palloc(sizeof(int) * Max(plan->nsinkkey, 1));
+	WeirSinkSqlTarget t;
+	char	   *sql;
 	SPIPlanPtr	prepared;
-	char	   *kept = pstrdup(KEPT_COLUMN);
 
-	Assert(plan->nsinkkey > 0);
-	/* a name for the kept flags that no sink column has */
-	for (int i = 0; i < ncols; i++)
-		if (strcmp(plan->sinkcols[i].name, kept) == 0)
-		{
-			kept = psprintf("%s_", kept);
-			i = -1;
-		}
-	initStringInfo(&sql);
-	initStringInfo(&cols);
-	initStringInfo(&dcols);
-	for (int i = 0; i < ncols; i++)
-	{
-		const char *c = quote_identifier(plan->sinkcols[i].name);
-
-		appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "", c);
-		appendStringInfo(&dcols, "%sd.%s", i > 0 ? ", " : "", c);
-		types[i] = get_array_type(plan->sinkcols[i].type);
-	}
-	types[ncols] = TEXTARRAYOID;
-	appendStringInfoString(&sql, "WITH d AS (SELECT * FROM unnest(");
-	for (int i = 0; i <= ncols; i++)
-		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfo(&sql, ") AS d(%s, %s)), u AS (UPDATE %s s SET ",
-					 cols.data, kept, table);
-	for (int i = plan->nsinkkey; i < ncols; i++)
-	{
-		const char *c = quote_identifier(plan->sinkcols[i].name);
-
-		appendStringInfo(&sql, "%s%s = CASE WHEN pg_catalog.substr(d.%s, %d, 1) = 'k' "
-						 "THEN s.%s ELSE d.%s END",
-						 i > plan->nsinkkey ? ", " : "", c, kept, i + 1, c, c);
-	}
-	appendStringInfo(&sql, " FROM d WHERE %s RETURNING ", key_match(plan, "s"));
 	for (int i = 0; i < plan->nsinkkey; i++)
-		appendStringInfo(&sql, "%sd.%s", i > 0 ? ", " : "",
-						 quote_identifier(plan->sinkcols[i].name));
-	appendStringInfo(&sql, ") INSERT INTO %s (%s) SELECT %s FROM d "
-					 "WHERE NOT EXISTS (SELECT FROM u WHERE %s)",
-					 table, cols.data, dcols.data, key_match(plan, "u"));
-	prepared = weir_catalog_prepare_hiding_sql(sql.data, ncols + 1, types);
-	if (SPI_keepplan(prepared) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return prepared;
-}
-
-/*
- * The sink's retraction by its key, prepared once per worker and kept:
- *	DELETE FROM sink s USING unnest($1, ..., $k) AS d(key columns)
- *	WHERE s.c1 = d.c1 AND ...
- * Used when session windows merge and a row already emitted must go.
- */
-static SPIPlanPtr
-prepare_sink_delete(WeirPlan *plan, Oid sink)
-{
-	StringInfoData sql;
-	StringInfoData cols;
-	StringInfoData cond;
-	int			nkey = plan->nsinkkey;
-	Oid		   *types = palloc(sizeof(Oid) * Max(nkey, 1));
-	SPIPlanPtr	prepared;
-
-	Assert(nkey > 0);
-	initStringInfo(&sql);
-	initStringInfo(&cols);
-	initStringInfo(&cond);
-	for (int i = 0; i < nkey; i++)
+		key[i] = i;
+	for (int i = 0; i < nparams; i++)
 	{
-		const char *k = quote_identifier(plan->sinkcols[i].name);
-
-		appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "", k);
-		appendStringInfo(&cond, "%ss.%s = d.%s", i > 0 ? " AND " : "", k, k);
-		types[i] = get_array_type(plan->sinkcols[i].type);
+		params[i] = psprintf("$%d", i + 1);
+		types[i] = i < ncols ? get_array_type(plan->sinkcols[i].type) : TEXTARRAYOID;
 	}
-	appendStringInfo(&sql, "DELETE FROM %s s USING unnest(",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
-												get_rel_name(sink)));
-	for (int i = 0; i < nkey; i++)
-		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfo(&sql, ") AS d(%s) WHERE %s", cols.data, cond.data);
-	prepared = weir_catalog_prepare_hiding_sql(sql.data, nkey, types);
+	t.table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+										 get_rel_name(sink));
+	t.key = key;
+	t.nkey = plan->nsinkkey;
+	t.params = params;
+	switch (which)
+	{
+		case SINK_INSERT:
+		case SINK_UPSERT:
+			sql = weir_sink_sql_insert(plan, &t, which == SINK_UPSERT);
+			break;
+		case SINK_KEEPING:
+			sql = weir_sink_sql_keeping(plan, &t);
+			break;
+		default:
+			sql = weir_sink_sql_delete(plan, &t);
+			break;
+	}
+	prepared = weir_catalog_prepare_hiding_sql(sql, nparams, types);
 	if (SPI_keepplan(prepared) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return prepared;
@@ -288,7 +162,7 @@ sql_write(SinkTable *st, WeirColumn *cols, int ncols, bool upsert)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (*plan == NULL)
-		*plan = prepare_sink(st->plan, st->row->sink, upsert);
+		*plan = prepare_sink(st->plan, st->row->sink, upsert ? SINK_UPSERT : SINK_INSERT);
 	run_sink_write(*plan, arrays);
 	SPI_finish();
 }
@@ -355,7 +229,7 @@ table_write_keeping(WeirSink *sink, WeirColumn *cols, int ncols)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (st->keeping_plan == NULL)
-		st->keeping_plan = prepare_sink_keeping(st->plan, st->row->sink);
+		st->keeping_plan = prepare_sink(st->plan, st->row->sink, SINK_KEEPING);
 	run_sink_write(st->keeping_plan, arrays);
 	SPI_finish();
 }
@@ -372,7 +246,7 @@ table_delete(WeirSink *sink, WeirColumn *key, int nkey)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (st->delete_plan == NULL)
-		st->delete_plan = prepare_sink_delete(st->plan, st->row->sink);
+		st->delete_plan = prepare_sink(st->plan, st->row->sink, SINK_DELETE);
 	run_sink_delete(st->delete_plan, arrays);
 	SPI_finish();
 }
@@ -404,7 +278,7 @@ weir_sink_table_open(WeirPipelineRow *row, WeirPlan *plan, MemoryContext cxt)
 
 	for (int i = 0; i < plan->nsinkcols; i++)
 		names[i] = plan->sinkcols[i].name;
-	names[plan->nsinkcols] = KEPT_COLUMN;
+	names[plan->nsinkcols] = WEIR_SINK_KEPT_COLUMN;
 	st->sink.ops = &table_ops;
 	st->sink.relid = row->sink;
 	st->sink.names = names;
