@@ -39,6 +39,10 @@ OBJS = \
 	src/sink/sink_table.o \
 	src/sink/sink_sql.o \
 	src/sink/remote_link.o \
+	src/sink/sink_remote.o \
+	src/sink/sink_open.o \
+	src/sink/remote_sink_define.o \
+	src/catalog_sql/catalog_remote_sink.o \
 	src/checkpoint/checkpoint_writer.o \
 	src/pipeline/live.o \
 	src/sink/bulk.o \

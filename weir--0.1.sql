@@ -329,7 +329,7 @@ CREATE TABLE weir.pipeline (
 	allowed_lateness	interval NOT NULL,
 	idle_timeout		interval,
 	emit				text NOT NULL CHECK (emit IN ('final', 'updates')),	-- window
-	sink				oid NOT NULL,
+	sink				oid,					-- NULL: a remote sink (weir.pipeline_remote_sink)
 	late_records		oid,
 	checkpoint_interval	interval NOT NULL,
 	max_state_memory	bigint NOT NULL,		-- bytes
@@ -491,6 +491,35 @@ CREATE TABLE weir.pipeline_skip (
 );
 GRANT SELECT ON weir.pipeline_skip TO PUBLIC;
 
+-- A pipeline whose sink is a table of another PostgreSQL server
+-- (sink => weir.remote_table(...)); its weir.pipeline.sink is NULL.  Not
+-- granted to anyone: the connection string may hold a password
+-- (weir.remote_sinks shows the rest).
+CREATE TABLE weir.pipeline_remote_sink (
+	pipeline_id			integer PRIMARY KEY REFERENCES weir.pipeline ON DELETE CASCADE,
+	conninfo			text NOT NULL,
+	remote_schema		name NOT NULL,
+	remote_table		name NOT NULL,
+	commit_mode			text NOT NULL CHECK (commit_mode IN ('two_phase', 'idempotent')),
+	-- what upserts and deletes match on: the pipeline's key columns, or (a
+	-- projection) the remote table's unique key; empty: rows are inserted
+	key_columns			name[] NOT NULL,
+	-- two_phase: the prepared transaction of checkpoint N is named
+	-- prefix || N; idempotent: the key of the pipeline's fence row
+	transaction_prefix	text NOT NULL UNIQUE,
+	-- the operator gave up on the remote (weir.abandon_remote_sink): the
+	-- pipeline may be dropped without resolving its transactions there
+	abandoned			boolean NOT NULL DEFAULT false
+);
+REVOKE ALL ON weir.pipeline_remote_sink FROM PUBLIC;
+
+CREATE FUNCTION weir.remote_table(conninfo text, "table" text, commit text DEFAULT 'two_phase')
+RETURNS text
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN 'weir.remote_table:' || pg_catalog.jsonb_build_object('conninfo', conninfo, 'table', "table", 'commit', commit)::text;
+COMMENT ON FUNCTION weir.remote_table(text, text, text) IS
+	'a sink on another PostgreSQL server, for the sink argument of the weir.create_* functions: the table (schema.table, or table in the remote''s search path) and how its rows commit: ''two_phase'' (prepared on the remote, committed with each checkpoint) or ''idempotent'' (upserts and a fence row, for results that are a function of the input)';
+
 CREATE FUNCTION weir.create_pipeline(
 	name text,
 	source regclass,
@@ -648,6 +677,36 @@ CREATE FUNCTION weir._pipeline_state(
 RETURNS SETOF record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_pipeline_state';
 
+-- Running pipelines whose remote sink has trouble: a COMMIT PREPARED that
+-- failed and is being retried (pending_checkpoint), with the last error.
+CREATE FUNCTION weir._remote_sink_state(
+	OUT pipeline_id integer,
+	OUT pending_checkpoint bigint,
+	OUT attempts integer,
+	OUT retry_at timestamptz,
+	OUT error text)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_remote_sink_state';
+
+CREATE VIEW weir.remote_sinks AS
+	SELECT p.name AS pipeline, d.relowner::regrole AS owner,
+		   pg_catalog.quote_ident(r.remote_schema) || '.' || pg_catalog.quote_ident(r.remote_table) AS remote_table,
+		   r.commit_mode, r.key_columns, r.transaction_prefix, r.abandoned,
+		   (SELECT max(c.id) FROM weir.checkpoints c WHERE c.pipeline_id = p.id) AS last_checkpoint,
+		   s.pending_checkpoint, s.attempts, s.retry_at, s.error
+	  FROM weir.pipeline_remote_sink r
+	  JOIN weir.pipeline p ON p.id = r.pipeline_id
+	  JOIN pg_catalog.pg_class d ON d.oid = p.definition
+	  LEFT JOIN weir._remote_sink_state() s ON s.pipeline_id = p.id;
+COMMENT ON VIEW weir.remote_sinks IS
+	'one row per pipeline with a remote sink: the remote table, how its rows commit, what upserts match on, the prefix of its prepared transactions (or its fence row''s key), the last local checkpoint, and a commit being retried there with its error (never the connection string)';
+GRANT SELECT ON weir.remote_sinks TO PUBLIC;
+
+CREATE FUNCTION weir.abandon_remote_sink(pipeline text) RETURNS text
+	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_abandon_remote_sink';
+COMMENT ON FUNCTION weir.abandon_remote_sink(text) IS
+	'give up on the remote server of a stopped pipeline''s sink, gone for good, so that weir.drop_pipeline need not resolve its prepared transactions there; returns what to commit and roll back there should it come back';
+
 CREATE VIEW weir.pipelines AS
 	SELECT p.name, d.relowner::regrole AS owner, p.source::regclass AS source,
 		   p.sink::regclass AS sink, p.right_source::regclass AS right_source,
@@ -700,12 +759,19 @@ CREATE VIEW weir.pipelines AS
 		   coalesce(s.checkpoint_at,
 					(SELECT max(c.committed_at) FROM weir.checkpoints c WHERE c.pipeline_id = p.id)) AS last_checkpoint_at,
 		   p.last_error,
-		   p.definition::regclass AS definition
+		   p.definition::regclass AS definition,
+		   (SELECT r.commit_mode || ' to ' || r.remote_table ||
+				   CASE WHEN r.pending_checkpoint IS NOT NULL
+						THEN ': COMMIT PREPARED of checkpoint ' || r.pending_checkpoint || ' failed ' ||
+							 r.attempts || ' times, next attempt at ' || r.retry_at || ': ' || r.error
+						WHEN r.error IS NOT NULL THEN ': ' || r.error
+						ELSE '' END
+			  FROM weir.remote_sinks r WHERE r.pipeline = p.name) AS remote_sink
 	  FROM weir.pipeline p
 	  JOIN pg_catalog.pg_class d ON d.oid = p.definition
 	  LEFT JOIN weir._pipeline_state() s ON s.pipeline_id = p.id;
 COMMENT ON VIEW weir.pipelines IS
-	'one row per pipeline: status, worker, positions, lag, watermark, record counts, state size, last checkpoint, last error';
+	'one row per pipeline: status, worker, positions, lag, watermark, record counts, state size, last checkpoint, last error, and (a remote sink) where it writes and a commit there being retried';
 GRANT SELECT ON weir.pipelines TO PUBLIC;
 
 CREATE FUNCTION weir.alter_pipeline(

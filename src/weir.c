@@ -24,6 +24,7 @@
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "capture/capture_shmem.h"
+#include "sink/sink_remote.h"
 #include "pipeline/launcher.h"
 #include "weir.h"
 
@@ -44,6 +45,7 @@ _PG_init(void)
 	weir_preloaded = true;
 	weir_shmem_install_hooks();
 	weir_capture_shmem_install_hooks();
+	weir_remote_sink_install_hooks();
 	weir_launcher_register();
 }
 

@@ -19,6 +19,7 @@
 
 #include <limits.h>
 
+#include "storage/ipc.h"
 #include "utils/guc.h"
 
 #include "base/clock.h"
@@ -35,6 +36,7 @@ int			weir_retention_batch_size = 10000;
 int			weir_time_index_interval = 10000;
 bool		weir_checkpoint_writer = true;
 int			weir_read_ahead = WEIR_READ_AHEAD_AUTO;
+char	   *weir_fault_point = NULL;
 
 static const struct config_enum_entry read_ahead_options[] = {
 	{"off", WEIR_READ_AHEAD_OFF, false},
@@ -134,6 +136,20 @@ weir_settings_define(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * For tests of exactly-once only (test/t/019_remote_sink.pl): a process
+	 * that reaches the named point exits at once, as a crash there would
+	 * leave things (sink_remote.c names the points).
+	 */
+	DefineCustomStringVariable("weir.fault_point",
+							   "Test only: the point at which a weir process exits at once.",
+							   "Empty: none.",
+							   &weir_fault_point,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							   NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("weir.read_ahead",
 							 "Whether pipelines read and evaluate their sources in a second process while their worker applies what was read.",
 							 "auto: deduplication, last value and join pipelines, whose worker is as a rule the busier process, not window aggregates and projections. "
@@ -148,4 +164,18 @@ weir_settings_define(void)
 	weir_clock_define_gucs();
 
 	MarkGUCPrefixReserved("weir");
+}
+
+/*
+ * A process at a point named by weir.fault_point exits at once, without
+ * committing or cleaning up anything it owns outside this server, as a
+ * crash there would: test only.
+ */
+void
+weir_fault_point_reached(const char *point)
+{
+	if (weir_fault_point == NULL || strcmp(weir_fault_point, point) != 0)
+		return;
+	ereport(LOG, (errmsg("weir fault point \"%s\" reached: the process exits", point)));
+	proc_exit(1);
 }

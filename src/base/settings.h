@@ -35,6 +35,10 @@ typedef enum WeirReadAheadMode
 	WEIR_READ_AHEAD_ON
 } WeirReadAheadMode;
 extern int	weir_read_ahead;
+extern char *weir_fault_point;	/* test only */
+
+/* For tests: exit at once at a named point, when weir.fault_point names it */
+extern void weir_fault_point_reached(const char *point);
 
 extern void weir_settings_define(void);
 

@@ -272,6 +272,10 @@ weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid)
 		found->lag_rows = 0;
 		found->watermark_holder = -1;
 		found->restart_now = false;
+		found->remote_pending = 0;
+		found->remote_attempts = 0;
+		found->remote_retry_at = 0;
+		found->remote_error[0] = '\0';
 		SpinLockRelease(&found->mutex);
 		pg_atomic_write_u64(&found->records_in, 0);
 		pg_atomic_write_u64(&found->records_out, 0);

@@ -197,6 +197,12 @@ typedef struct WeirPipelineSlot
 								 * kept after it leaves, for the launcher */
 	ConditionVariable checkpoint_cv;	/* broadcast after each checkpoint and
 										 * when the worker leaves */
+	/* its remote sink's commit (sink_remote.c), under mutex */
+	int64		remote_pending; /* a checkpoint committed here whose remote
+								 * transaction is not yet committed; 0: none */
+	int32		remote_attempts;	/* failed attempts at it, or at the link */
+	TimestampTz remote_retry_at;	/* the next one */
+	char		remote_error[256];	/* the last failure's message */
 } WeirPipelineSlot;
 
 typedef struct WeirShmem

@@ -115,7 +115,8 @@ sink_guard(WeirSink *sink)
 
 	t.relid = sink->relid;
 	/* named as it is now: a sink renamed since the start is named so */
-	t.what = psprintf("sink \"%s\"", get_rel_name(sink->relid));
+	t.what = OidIsValid(sink->relid) ?
+		psprintf("sink \"%s\"", get_rel_name(sink->relid)) : "the remote sink";
 	t.positions = false;
 	t.names = sink->names;
 	t.recheck = recheck_sink;

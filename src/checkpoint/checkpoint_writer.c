@@ -44,6 +44,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -65,7 +66,7 @@
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "definition/pipeline_plan.h"
-#include "sink/sink_table.h"
+#include "sink/sink_open.h"
 
 /* The queue: a large checkpoint goes through it in pieces */
 #define WRITER_QUEUE_BYTES (4 * 1024 * 1024)
@@ -351,7 +352,7 @@ writer_setup(int32 id)
 	w->slot = weir_shmem_pipeline(id, false);
 	if (w->slot == NULL)
 		proc_exit(0);
-	w->sink = weir_sink_table_open(&w->row, w->plan, cxt);
+	w->sink = weir_sink_open(&w->row, w->plan, w->slot, cxt);
 	writer_activity = psprintf("weir: writing a checkpoint of pipeline %s", w->row.name);
 	weir_transaction_end();
 	MemoryContextSwitchTo(cxt);
@@ -405,6 +406,7 @@ weir_checkpoint_writer_main(Datum main_arg)
 	MemoryContext package_cxt;
 	bool		memory_released = true;
 
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	seg = dsm_attach(DatumGetUInt32(main_arg));
@@ -434,6 +436,11 @@ weir_checkpoint_writer_main(Datum main_arg)
 			shm_mq_result res;
 
 			CHECK_FOR_INTERRUPTS();
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+			}
 			res = shm_mq_receive(mqh, &len, &data, true);
 			if (res == SHM_MQ_WOULD_BLOCK)
 			{

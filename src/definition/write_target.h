@@ -24,4 +24,6 @@ extern char *weir_late_records_definition(const WeirPipelineRow *row, const char
 extern void weir_check_tables(WeirPlan *plan, WeirPipelineRow *row, Oid owner);
 extern void weir_depend_on_tables(Oid view, WeirPlan *plan, WeirPipelineRow *row);
 
+extern char *weir_sink_definition(WeirPlan *plan, const char *qualified);
+
 #endif							/* WEIR_WRITE_TARGET_H */

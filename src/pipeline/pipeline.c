@@ -51,6 +51,7 @@
 #include "definition/definition_store.h"
 #include "definition/pipeline_plan.h"
 #include "definition/write_target.h"
+#include "sink/sink_remote.h"
 #include "state/window.h"
 
 static WeirPlan *plan_from_text(WeirPipelineRow *row, WeirDefinition **def);
@@ -183,44 +184,6 @@ relation_if_exists(const char *name, RangeVar **rv)
 }
 
 /*
- * The sink as CREATE TABLE text: its columns and unique key.  A window
- * sink's key is (window_start, keys...): windows fire in the order of
- * time, so each checkpoint's new rows land at the right edge of that index
- * (PostgreSQL's rightmost-leaf fast path, pages filled), where with the
- * keys first they would land beside each key's earlier rows all over it,
- * splitting pages (a backlog's checkpoints took 1.9 us a row instead of
- * 1.2).  Lookups by key want an index of their own.
- */
-static char *
-sink_definition(WeirPlan *plan, const char *qualified)
-{
-	StringInfoData sql;
-	int		   *keycol = palloc(sizeof(int) * Max(plan->nsinkkey, 1));
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
-	for (int i = 0; i < plan->nsinkcols; i++)
-		appendStringInfo(&sql, "%s%s %s%s", i > 0 ? ", " : "",
-						 quote_identifier(plan->sinkcols[i].name),
-						 format_type_with_typemod(plan->sinkcols[i].type, plan->sinkcols[i].typmod),
-						 plan->sinkcols[i].nullable ? "" : " NOT NULL");
-	for (int i = 0; i < plan->nsinkkey; i++)
-		keycol[i] = i;
-	if (plan->op == WEIR_OP_WINDOW)
-	{
-		/* sink columns: keys..., window_start, ... */
-		keycol[0] = plan->nkeys;
-		for (int i = 0; i < plan->nkeys; i++)
-			keycol[i + 1] = i;
-	}
-	for (int i = 0; i < plan->nsinkkey; i++)
-		appendStringInfo(&sql, "%s%s", i == 0 ? ", PRIMARY KEY (" : ", ",
-						 quote_identifier(plan->sinkcols[keycol[i]].name));
-	appendStringInfoString(&sql, plan->nsinkkey > 0 ? "))" : ")");
-	return sql.data;
-}
-
-/*
  * Name, source and their checks: the first two parameters of every kind,
  * the only ones callers may give by position.  The source parameter is
  * `source_arg` ("source", a join's "left_source").
@@ -232,6 +195,8 @@ begin_create(const WeirSqlArgs *args, const char *source_arg, WeirPipelineRow *r
 	int			source = weir_sql_arg(args, source_arg, false);
 	WeirPipelineRow existing;
 
+	/* a remote sink's connection string: no error of this statement logs it */
+	(void) weir_remote_sink_named(text_arg(args, "sink", false));
 	(void) weir_shmem();
 	/* only the launcher of weir.database starts workers */
 	if (weir_database == NULL || strcmp(get_database_name(MyDatabaseId), weir_database) != 0)
@@ -277,6 +242,7 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 	char	   *sink_name;
 	char	   *late_name;
 	Oid			sink;
+	WeirRemoteSinkRow *remote = NULL;
 	RangeVar   *rv;
 	Interval   *iv;
 	int64		checkpoint_us;
@@ -315,14 +281,23 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 	sink_name = text_arg(args, "sink", false);
 	if (sink_name == NULL)
 		sink_name = row->name;
-	sink = relation_if_exists(sink_name, &rv);
-	if (!OidIsValid(sink))
+	if (weir_remote_sink_named(sink_name))
 	{
-		weir_catalog_run_ddl(sink_definition(plan, quote_qualified_identifier(rv->schemaname, rv->relname)));
-		sink = RangeVarGetRelid(rv, NoLock, false);
+		/* a table of another server: no sink table here */
+		remote = weir_remote_sink_define(sink_name, plan, row);
+		row->sink = InvalidOid;
 	}
-	row->sink = sink;
-	weir_check_sink(plan, row, sink, row->owner);
+	else
+	{
+		sink = relation_if_exists(sink_name, &rv);
+		if (!OidIsValid(sink))
+		{
+			weir_catalog_run_ddl(weir_sink_definition(plan, quote_qualified_identifier(rv->schemaname, rv->relname)));
+			sink = RangeVarGetRelid(rv, NoLock, false);
+		}
+		row->sink = sink;
+		weir_check_sink(plan, row, sink, row->owner);
+	}
 
 	late_name = text_arg(args, "late_records", false);
 	if (late_name)
@@ -346,6 +321,8 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 	row->names = def->names;
 	row->nkeys = def->nkeys;
 	row->id = weir_catalog_pipeline_insert(row);
+	if (remote)
+		weir_remote_sink_record(remote, row->id);
 	if (row->enabled)
 		weir_shmem_wake_launcher_at_commit();
 	return row->id;
@@ -659,6 +636,9 @@ weir_drop_pipeline(PG_FUNCTION_ARGS)
 {
 	WeirPipelineRow row = weir_pipeline_for_owner(pipeline_arg(fcinfo));
 
+	/* a remote sink's prepared transactions there are resolved first */
+	if (!OidIsValid(row.sink))
+		weir_remote_sink_drop(&row);
 	weir_catalog_pipeline_delete(row.id);
 	weir_definition_drop(row.definition);
 	weir_shmem_wake_launcher_at_commit();

@@ -69,7 +69,7 @@
 #include "pipeline/read_ahead.h"
 #include "pipeline/skip.h"
 #include "pipeline/worker.h"
-#include "sink/sink_table.h"
+#include "sink/sink_open.h"
 
 static WeirWorker *worker = NULL;
 
@@ -772,7 +772,7 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w->target->row = w->in.row;
 	w->target->plan = w->in.plan;
 	w->target->slot = slot;
-	w->target->sink = weir_sink_table_open(&w->target->row, w->in.plan, w->in.cxt);
+	w->target->sink = weir_sink_open(&w->target->row, w->in.plan, slot, w->in.cxt);
 	/* a projection has no watermark: it never has one to publish */
 	w->publishes_watermark = env.sink_is_topic;
 	w->watermark_published = DT_NOBEGIN;

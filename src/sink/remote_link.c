@@ -45,6 +45,14 @@ safe_error(const char *err)
 {
 	if (err == NULL || err[0] == '\0')
 		return "no error message";
+	/* libpq's messages run over lines: the first says what happened */
+	if (strchr(err, '\n') != NULL)
+	{
+		char	   *first = pstrdup(err);
+
+		first[strcspn(first, "\n")] = '\0';
+		err = first;
+	}
 	if (strstr(err, "connection info string") != NULL ||
 		strstr(err, "connection option") != NULL ||
 		strstr(err, "URI") != NULL ||

@@ -155,7 +155,7 @@ weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
 										weir_column_array(&dead[2]),
 										weir_column_array(&dead[3]));
 		ereport(LOG,
-				(errmsg("weir pipeline \"%s\": %d of %d rows could not be written to \"%s\"; they are in weir.dead_letters",
-						row->name, dead[0].n, n, get_rel_name(target->relid))));
+				(errmsg("weir pipeline \"%s\": %d of %d rows could not be written to %s; they are in weir.dead_letters",
+						row->name, dead[0].n, n, target->what)));
 	}
 }
