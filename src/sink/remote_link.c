@@ -209,3 +209,106 @@ weir_remote_link_command(PGconn *conn, const char *sql, const char *what)
 {
 	PQclear(weir_remote_link_exec(conn, sql, 0, NULL, what));
 }
+
+/* Wait until the socket can take more, answering interrupts */
+static void
+wait_writable(PGconn *conn)
+{
+	(void) WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | WL_SOCKET_WRITEABLE,
+							 PQsocket(conn), 0, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Raise a failed COPY's error (or the link's) */
+static void
+copy_failed(PGconn *conn, PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	int			code = state && strlen(state) == 5 && PQstatus(conn) == CONNECTION_OK ?
+		MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]) :
+		ERRCODE_CONNECTION_FAILURE;
+	char	   *msg = pstrdup(res && PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) ?
+							  PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) :
+							  safe_error(PQerrorMessage(conn)));
+	char	   *detail = res && PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) ?
+		pstrdup(PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL)) : NULL;
+
+	PQclear(res);
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("%s: %s", what, msg),
+			 detail ? errdetail_internal("%s", detail) : 0));
+}
+
+/*
+ * COPY ... FROM STDIN with `data` (whole, in the COPY's format) as its
+ * input.  The link is non-blocking while the data goes, so that a remote
+ * that stops reading never keeps this process from its interrupts.
+ */
+void
+weir_remote_link_copy(PGconn *conn, const char *copy, const char *data, Size len,
+					  const char *what)
+{
+	PGresult   *res;
+	Size		sent = 0;
+
+	if (!PQsendQuery(conn, copy))
+		copy_failed(conn, NULL, what);
+	res = libpqsrv_get_result(conn, PG_WAIT_EXTENSION);
+	if (res == NULL || PQresultStatus(res) != PGRES_COPY_IN)
+	{
+		/* the statement failed: its error, after the rest of its results */
+		PQclear(libpqsrv_get_result_last(conn, PG_WAIT_EXTENSION));
+		copy_failed(conn, res, what);
+	}
+	PQclear(res);
+	if (PQsetnonblocking(conn, 1) != 0)
+		copy_failed(conn, NULL, what);
+	PG_TRY();
+	{
+		while (sent < len)
+		{
+			int			piece = (int) Min(len - sent, (Size) 1024 * 1024);
+			int			rc = PQputCopyData(conn, data + sent, piece);
+
+			if (rc < 0)
+				copy_failed(conn, NULL, what);
+			if (rc == 0)
+			{
+				wait_writable(conn);
+				continue;
+			}
+			sent += piece;
+		}
+		for (;;)
+		{
+			int			rc = PQputCopyEnd(conn, NULL);
+
+			if (rc < 0)
+				copy_failed(conn, NULL, what);
+			if (rc == 1)
+				break;
+			wait_writable(conn);
+		}
+		for (;;)
+		{
+			int			rc = PQflush(conn);
+
+			if (rc < 0)
+				copy_failed(conn, NULL, what);
+			if (rc == 0)
+				break;
+			wait_writable(conn);
+		}
+	}
+	PG_FINALLY();
+	{
+		(void) PQsetnonblocking(conn, 0);
+	}
+	PG_END_TRY();
+	res = libpqsrv_get_result_last(conn, PG_WAIT_EXTENSION);
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+		copy_failed(conn, res, what);
+	PQclear(res);
+}

@@ -22,6 +22,8 @@ extern void weir_remote_link_close(PGconn *conn);
 extern PGresult *weir_remote_link_exec(PGconn *conn, const char *sql, int nparams,
 									   const char *const *values, const char *what);
 extern void weir_remote_link_command(PGconn *conn, const char *sql, const char *what);
+extern void weir_remote_link_copy(PGconn *conn, const char *copy, const char *data, Size len,
+								  const char *what);
 extern bool weir_remote_link_ok(PGconn *conn);
 extern bool weir_remote_link_error_is_connection(int sqlerrcode);
 

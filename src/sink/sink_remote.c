@@ -54,6 +54,10 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "catalog/pg_type.h"
+#include "libpq/pqformat.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -61,6 +65,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -94,6 +99,10 @@ typedef struct RemoteSink
 	char	   *table;			/* the remote table, quoted */
 	int		   *key;			/* sink column numbers of def.key_columns */
 	char	   *sql[REMOTE_STATEMENTS];
+	char	   *copy_sql;		/* COPY table (columns) FROM STDIN */
+	bool		binary;			/* in COPY's binary format (copy_payload) */
+	FmgrInfo   *io;				/* per sink column: its send (binary) or
+								 * output function */
 	PGconn	   *conn;
 	bool		resolved;		/* in-doubt transactions of earlier
 								 * processes resolved */
@@ -245,23 +254,125 @@ statement(RemoteSink *rs, RemoteStatement which)
 }
 
 /*
- * Run a write under a savepoint: a failure rolls back to it, so that the
- * transaction there goes on and sink_guard.c can retry row by row.
+ * Rows as COPY's input: binary when every column's type is one of
+ * PostgreSQL's own (the same there, with its binary form), else text.
  */
 static void
-run_write(RemoteSink *rs, const char *sql, WeirColumn *cols, int ncols)
+copy_payload(RemoteSink *rs, WeirColumn *cols, int ncols, StringInfo buf)
 {
-	const char **values = palloc(sizeof(char *) * ncols);
+	int			nest = 0;
 
-	for (int c = 0; c < ncols; c++)
-		values[c] = array_text(&cols[c]);
+	if (rs->binary)
+	{
+		appendBinaryStringInfo(buf, "PGCOPY\n\377\r\n\0", 11);
+		pq_sendint32(buf, 0);
+		pq_sendint32(buf, 0);
+	}
+	else
+	{
+		/* text written with the settings that read back exactly (array_text) */
+		nest = NewGUCNestLevel();
+		(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	for (int r = 0; r < cols[0].n; r++)
+	{
+		if (rs->binary)
+			pq_sendint16(buf, (uint16) ncols);
+		for (int c = 0; c < ncols; c++)
+		{
+			bool		null = cols[c].nulls[r];
+			Datum		v = cols[c].values[r];
+
+			if (rs->binary)
+			{
+				bytea	   *b;
+
+				if (null)
+				{
+					pq_sendint32(buf, (uint32) -1);
+					continue;
+				}
+				b = SendFunctionCall(&rs->io[c], v);
+				pq_sendint32(buf, VARSIZE(b) - VARHDRSZ);
+				appendBinaryStringInfo(buf, VARDATA(b), VARSIZE(b) - VARHDRSZ);
+				pfree(b);
+				continue;
+			}
+			if (c > 0)
+				appendStringInfoChar(buf, '\t');
+			if (null)
+			{
+				appendStringInfoString(buf, "\\N");
+				continue;
+			}
+			for (const char *p = OutputFunctionCall(&rs->io[c], v); *p; p++)
+			{
+				switch (*p)
+				{
+					case '\\':
+						appendStringInfoString(buf, "\\\\");
+						break;
+					case '\t':
+						appendStringInfoString(buf, "\\t");
+						break;
+					case '\n':
+						appendStringInfoString(buf, "\\n");
+						break;
+					case '\r':
+						appendStringInfoString(buf, "\\r");
+						break;
+					default:
+						appendStringInfoChar(buf, *p);
+				}
+			}
+		}
+		if (!rs->binary)
+			appendStringInfoChar(buf, '\n');
+	}
+	if (rs->binary)
+		pq_sendint16(buf, (uint16) -1);
+	else
+		AtEOXact_GUC(true, nest);
+}
+
+/*
+ * Run a write under a savepoint: a failure rolls back to it, so that the
+ * transaction there goes on and sink_guard.c can retry row by row.  `sql`
+ * is a statement whose parameters are the columns as arrays, or (copy) a
+ * COPY ... FROM STDIN of the rows.
+ */
+static void
+run_write(RemoteSink *rs, const char *sql, bool copy, WeirColumn *cols, int ncols)
+{
+	const char **values = NULL;
+	StringInfoData data;
+
+	if (copy)
+	{
+		initStringInfo(&data);
+		copy_payload(rs, cols, ncols, &data);
+	}
+	else
+	{
+		values = palloc(sizeof(char *) * ncols);
+		for (int c = 0; c < ncols; c++)
+			values[c] = array_text(&cols[c]);
+	}
 	weir_remote_link_command(rs->conn, rs->savepoint ?
 							 "RELEASE SAVEPOINT weir_write; SAVEPOINT weir_write" :
 							 "SAVEPOINT weir_write", rs->what);
 	rs->savepoint = true;
 	PG_TRY();
 	{
-		PQclear(weir_remote_link_exec(rs->conn, sql, ncols, values, rs->what));
+		if (copy)
+			weir_remote_link_copy(rs->conn, sql, data.data, data.len, rs->what);
+		else
+			PQclear(weir_remote_link_exec(rs->conn, sql, ncols, values, rs->what));
 	}
 	PG_CATCH();
 	{
@@ -278,6 +389,41 @@ run_write(RemoteSink *rs, const char *sql, WeirColumn *cols, int ncols)
 	PG_END_TRY();
 }
 
+/*
+ * Rows that are new (first emissions) or have no key: COPY, the remote's
+ * fastest way in.  New rows that meet rows there already (a checkpoint
+ * done again after a crash, with an idempotent sink; a table loaded
+ * beforehand) are upserted instead, as the table sink does.
+ */
+static void
+write_new(RemoteSink *rs, WeirColumn *cols, int ncols)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (rs->def.nkey == 0)
+	{
+		run_write(rs, rs->copy_sql, true, cols, ncols);
+		return;
+	}
+	PG_TRY();
+	{
+		run_write(rs, rs->copy_sql, true, cols, ncols);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION ||
+			PQtransactionStatus(rs->conn) != PQTRANS_INTRANS)
+			PG_RE_THROW();
+		FlushErrorState();
+		run_write(rs, statement(rs, REMOTE_UPSERT), false, cols, ncols);
+	}
+	PG_END_TRY();
+}
+
 static void
 remote_write(WeirSink *sink, WeirColumn *cols, int ncols, bool upsert)
 {
@@ -285,8 +431,10 @@ remote_write(WeirSink *sink, WeirColumn *cols, int ncols, bool upsert)
 
 	if (cols[0].n == 0)
 		return;
-	/* rows written before a crash may be there: with a key, always upsert */
-	run_write(rs, statement(rs, rs->def.nkey > 0 ? REMOTE_UPSERT : REMOTE_INSERT), cols, ncols);
+	if (!upsert || rs->def.nkey == 0)
+		write_new(rs, cols, ncols);
+	else
+		run_write(rs, statement(rs, REMOTE_UPSERT), false, cols, ncols);
 }
 
 static void
@@ -296,7 +444,7 @@ remote_write_keeping(WeirSink *sink, WeirColumn *cols, int ncols)
 
 	if (cols[0].n == 0)
 		return;
-	run_write(rs, statement(rs, REMOTE_KEEPING), cols, ncols);
+	run_write(rs, statement(rs, REMOTE_KEEPING), false, cols, ncols);
 }
 
 static void
@@ -306,7 +454,7 @@ remote_delete(WeirSink *sink, WeirColumn *key, int nkey)
 
 	if (key[0].n == 0)
 		return;
-	run_write(rs, statement(rs, REMOTE_DELETE), key, nkey);
+	run_write(rs, statement(rs, REMOTE_DELETE), false, key, nkey);
 }
 
 /* Before a failed write is blamed on its rows: the link must be there */
@@ -512,6 +660,52 @@ static const WeirSinkOps remote_ops = {
 };
 
 /*
+ * COPY's format: binary when every sink column's type is built in (its OID
+ * and binary form are the same there) and has a binary form; the
+ * functions that write each column.
+ */
+static void
+setup_copy(RemoteSink *rs)
+{
+	WeirPlan   *plan = rs->plan;
+	StringInfoData sql;
+
+	rs->binary = true;
+	for (int i = 0; i < plan->nsinkcols; i++)
+	{
+		Oid			type = plan->sinkcols[i].type;
+		Oid			elem = get_element_type(type);
+		HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for type %u", type);
+		if (type >= FirstNormalObjectId || (OidIsValid(elem) && elem >= FirstNormalObjectId) ||
+			!OidIsValid(((Form_pg_type) GETSTRUCT(tup))->typsend) ||
+			((Form_pg_type) GETSTRUCT(tup))->typtype == TYPTYPE_COMPOSITE)
+			rs->binary = false;
+		ReleaseSysCache(tup);
+	}
+	rs->io = palloc(sizeof(FmgrInfo) * Max(plan->nsinkcols, 1));
+	for (int i = 0; i < plan->nsinkcols; i++)
+	{
+		Oid			func;
+		bool		varlena;
+
+		if (rs->binary)
+			getTypeBinaryOutputInfo(plan->sinkcols[i].type, &func, &varlena);
+		else
+			getTypeOutputInfo(plan->sinkcols[i].type, &func, &varlena);
+		fmgr_info_cxt(func, &rs->io[i], rs->cxt);
+	}
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "COPY %s (", rs->table);
+	for (int i = 0; i < plan->nsinkcols; i++)
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", quote_identifier(plan->sinkcols[i].name));
+	appendStringInfo(&sql, ") FROM STDIN%s", rs->binary ? " (FORMAT binary)" : "");
+	rs->copy_sql = sql.data;
+}
+
+/*
  * The remote sink of pipeline `row` (which must outlive it), in cxt.
  * Needs a transaction (its catalog row); connects at its first checkpoint.
  */
@@ -550,6 +744,7 @@ weir_sink_remote_open(WeirPipelineRow *row, WeirPlan *plan, WeirPipelineSlot *sl
 	rs->what = psprintf("remote sink of pipeline \"%s\"", row->name);
 	rs->table = psprintf("%s.%s", quote_identifier(rs->def.remote_schema),
 						 quote_identifier(rs->def.remote_table));
+	setup_copy(rs);
 	MemoryContextSwitchTo(old);
 	return &rs->sink;
 }
