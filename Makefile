@@ -42,6 +42,7 @@ OBJS = \
 	src/sink/sink_remote.o \
 	src/sink/sink_open.o \
 	src/sink/remote_sink_define.o \
+	src/sink/remote_sink_orphans.o \
 	src/catalog_sql/catalog_remote_sink.o \
 	src/checkpoint/checkpoint_writer.o \
 	src/pipeline/live.o \

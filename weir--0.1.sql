@@ -509,9 +509,41 @@ CREATE TABLE weir.pipeline_remote_sink (
 	transaction_prefix	text NOT NULL UNIQUE,
 	-- the operator gave up on the remote (weir.abandon_remote_sink): the
 	-- pipeline may be dropped without resolving its transactions there
-	abandoned			boolean NOT NULL DEFAULT false
+	abandoned			boolean NOT NULL DEFAULT false,
+	owner				oid NOT NULL			-- the pipeline's, as it was created
 );
 REVOKE ALL ON weir.pipeline_remote_sink FROM PUBLIC;
+
+-- Two-phase remote sinks of pipelines deleted without their prepared
+-- transactions there resolved (their definition dropped with DROP ...
+-- CASCADE or DROP OWNED, or weir dropped), until the launcher has
+-- resolved them (src/sink/remote_sink_orphans.c).  The last checkpoint is
+-- read as the pipeline row goes: a checkpoint can no longer commit after
+-- (its row refers to the pipeline's).
+CREATE TABLE weir.remote_sink_to_resolve (
+	transaction_prefix	text PRIMARY KEY,
+	pipeline_id			integer NOT NULL,
+	conninfo			text NOT NULL,
+	owner				oid NOT NULL,
+	last_checkpoint		bigint NOT NULL,
+	dropped_at			timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON weir.remote_sink_to_resolve FROM PUBLIC;
+CREATE FUNCTION weir._remote_sink_orphaned() RETURNS trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO weir.remote_sink_to_resolve
+		(transaction_prefix, pipeline_id, conninfo, owner, last_checkpoint)
+	SELECT r.transaction_prefix, OLD.id, r.conninfo, r.owner,
+		   coalesce((SELECT max(c.id) FROM weir.checkpoints c WHERE c.pipeline_id = OLD.id), 0)
+	  FROM weir.pipeline_remote_sink r
+	 WHERE r.pipeline_id = OLD.id AND r.commit_mode = 'two_phase' AND NOT r.abandoned
+	ON CONFLICT (transaction_prefix) DO NOTHING;
+	RETURN OLD;
+END $$;
+REVOKE ALL ON FUNCTION weir._remote_sink_orphaned() FROM PUBLIC;
+CREATE TRIGGER remote_sink_orphaned BEFORE DELETE ON weir.pipeline
+	FOR EACH ROW EXECUTE FUNCTION weir._remote_sink_orphaned();
 
 CREATE FUNCTION weir.remote_table(conninfo text, "table" text, commit text DEFAULT 'two_phase')
 RETURNS text

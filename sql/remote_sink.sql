@@ -160,6 +160,41 @@ SELECT weir.drop_pipeline('rs_gone');
 SELECT sqlstate_of($$SELECT weir.abandon_remote_sink('rs_lv')$$) AS running;
 SELECT sqlstate_of($$SELECT weir.abandon_remote_sink(NULL)$$) AS null_name;
 SELECT weir.drop_pipeline('rs_lv');
+
+-- a pipeline that goes with its definition (DROP ... CASCADE, DROP OWNED)
+-- while a transaction of it is prepared there: the launcher resolves it
+CREATE TABLE far.totals2 (LIKE far.totals INCLUDING ALL);
+SELECT weir.create_pipeline('rs_orphan', 'rs_events', key => 'k', event_time => 't',
+							windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n, sum(v) AS s',
+							sink => weir.remote_table(here(), 'far.totals2')) > 0 AS created;
+SELECT wait_for_fire('rs_orphan', 4000);
+SELECT weir.checkpoint('rs_orphan') > 0 AS checkpointed;
+SELECT count(*) AS rows_before FROM far.totals2 \gset
+ALTER SYSTEM SET weir.fault_point = 'remote_after_prepare';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+INSERT INTO rs_events (part, k, v, t)
+SELECT i % 2, 'k' || (i % 9), i, '2026-01-01'::timestamptz + i * interval '1 second'
+  FROM generate_series(4001, 4600) i;
+CREATE FUNCTION public.wait_for_prepared(want boolean) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		IF EXISTS (SELECT FROM pg_prepared_xacts WHERE gid LIKE 'weir\_%') = want THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT wait_for_prepared(true) AS prepared_and_exited;
+ALTER SYSTEM RESET weir.fault_point;
+SELECT pg_reload_conf();
+SELECT weir.stop('rs_orphan');
+DROP VIEW weir_pipelines.rs_orphan;
+SELECT count(*) AS pipelines_left FROM weir.pipeline WHERE name = 'rs_orphan';
+SELECT wait_for_prepared(false) AS resolved;
+SELECT count(*) = :rows_before AS rolled_back FROM far.totals2;
+SELECT count(*) AS left_to_resolve FROM weir.remote_sink_to_resolve;
 SELECT count(*) AS remote_sinks_left FROM weir.remote_sinks;
 REVOKE CREATE, USAGE ON SCHEMA public FROM rs_user;
 REVOKE SELECT ON rs_events FROM rs_user;

@@ -123,6 +123,22 @@ weir_writer_wait_for_predecessor(int32 pipeline_id)
 	LockRelease(&tag, ExclusiveLock, false);
 }
 
+/*
+ * Whether no writer of this pipeline is left, without waiting.  Needs a
+ * transaction.
+ */
+bool
+weir_writer_gone(int32 pipeline_id)
+{
+	LOCKTAG		tag;
+
+	writer_lock_tag(&tag, pipeline_id);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	LockRelease(&tag, ExclusiveLock, false);
+	return true;
+}
+
 static void
 release_writer(WeirPipelineSlot *slot)
 {

@@ -32,6 +32,7 @@ typedef enum WeirWriterState
 extern PGDLLEXPORT void weir_checkpoint_writer_main(Datum main_arg);
 
 extern void weir_writer_wait_for_predecessor(int32 pipeline_id);
+extern bool weir_writer_gone(int32 pipeline_id);
 extern WeirWriterLink *weir_writer_start(const WeirPipelineRow *row, WeirPipelineSlot *slot,
 										 int64 checkpoint_id, int pipelines,
 										 MemoryContext cxt);

@@ -43,6 +43,7 @@
 #include "capture/capture_catalog.h"
 #include "capture/local_decoder.h"
 #include "capture/remote_slot_drop.h"
+#include "sink/remote_sink_orphans.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "pipeline/launcher.h"
@@ -355,6 +356,7 @@ pipelines_round(void)
 		drop_orphan_slots(slot_names);
 		finish_transaction();
 		weir_remote_drop_slots();
+		weir_remote_sink_resolve_orphans();
 	}
 	list_free(ids);
 	list_free(capture_ids);

@@ -46,6 +46,7 @@
 #include "base/shmem.h"
 #include "base/sql_args.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "catalog_sql/catalog_remote_sink.h"
 #include "definition/definition.h"
 #include "definition/definition_parse.h"
 #include "definition/definition_store.h"
@@ -640,6 +641,9 @@ weir_drop_pipeline(PG_FUNCTION_ARGS)
 	if (!OidIsValid(row.sink))
 		weir_remote_sink_drop(&row);
 	weir_catalog_pipeline_delete(row.id);
+	/* resolved above: the launcher has nothing left to do for it */
+	if (!OidIsValid(row.sink))
+		weir_catalog_remote_sink_resolved(row.id);
 	weir_definition_drop(row.definition);
 	weir_shmem_wake_launcher_at_commit();
 	PG_RETURN_VOID();

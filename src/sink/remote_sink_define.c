@@ -465,6 +465,7 @@ void
 weir_remote_sink_record(WeirRemoteSinkRow *def, int32 id)
 {
 	def->pipeline_id = id;
+	def->owner = GetUserId();
 	def->prefix = psprintf("weir_" UINT64_FORMAT "_%u_%d_" INT64_FORMAT "_",
 						   GetSystemIdentifier(), MyDatabaseId, id,
 						   (int64) GetCurrentTransactionStartTimestamp());
