@@ -139,7 +139,8 @@ weir_settings_define(void)
 	/*
 	 * For tests of exactly-once only (test/t/019_remote_sink.pl): a process
 	 * that reaches the named point exits at once, as a crash there would
-	 * leave things (sink_remote.c names the points).
+	 * leave things, or (remote_commit_fails) a step fails there
+	 * (sink_remote.c names the points).
 	 */
 	DefineCustomStringVariable("weir.fault_point",
 							   "Test only: the point at which a weir process exits at once.",
@@ -178,4 +179,11 @@ weir_fault_point_reached(const char *point)
 		return;
 	ereport(LOG, (errmsg("weir fault point \"%s\" reached: the process exits", point)));
 	proc_exit(1);
+}
+
+/* Whether weir.fault_point names `point` (a point that fails, not exits) */
+bool
+weir_fault_point_is(const char *point)
+{
+	return weir_fault_point != NULL && strcmp(weir_fault_point, point) == 0;
 }

@@ -39,6 +39,7 @@ extern char *weir_fault_point;	/* test only */
 
 /* For tests: exit at once at a named point, when weir.fault_point names it */
 extern void weir_fault_point_reached(const char *point);
+extern bool weir_fault_point_is(const char *point);
 
 extern void weir_settings_define(void);
 

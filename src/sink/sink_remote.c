@@ -59,6 +59,7 @@
 #include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
@@ -588,9 +589,19 @@ remote_committed(WeirSink *sink)
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 		ErrorData  *edata = NULL;
 
+		/* a new weir.fault_point reaches a writer that retries here */
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
 		PG_TRY();
 		{
 			ensure_link(rs);
+			if (weir_fault_point_is("remote_commit_fails"))
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("%s: weir.fault_point \"remote_commit_fails\"", rs->what)));
 			weir_remote_link_command(rs->conn,
 									 psprintf("COMMIT PREPARED %s",
 											  quote_literal_cstr(gid(rs, rs->prepared))),
