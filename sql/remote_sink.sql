@@ -139,6 +139,50 @@ SELECT * FROM oracle_diff('far.totals',
 SELECT * FROM oracle_diff('far.latest',
 	$$SELECT DISTINCT ON (k) k, v, t FROM rs_events ORDER BY k, t DESC, part DESC, pos DESC$$);
 
+-- a COMMIT PREPARED that fails (fault point remote_commit_fails) is retried
+-- with back-off, shown in weir.remote_sinks and weir.pipelines, and goes
+-- through once the remote accepts it again; no weir.checkpoint() here: it
+-- waits for the commit there
+CREATE FUNCTION public.wait_for_remote(pipeline_name text, cond text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE ok boolean;
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		EXECUTE format('SELECT %s FROM weir.remote_sinks WHERE pipeline = $1', cond)
+			INTO ok USING pipeline_name;
+		IF ok THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+	RETURN false;
+END $$;
+ALTER SYSTEM SET weir.fault_point = 'remote_commit_fails';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.3);
+INSERT INTO rs_events (part, k, v, t)
+SELECT i % 2, 'k' || (i % 9), i, '2026-01-01'::timestamptz + i * interval '1 second'
+  FROM generate_series(4001, 4300) i;
+SELECT wait_for_remote('rs_w', 'pending_checkpoint IS NOT NULL AND attempts >= 2') AS retrying;
+SELECT pending_checkpoint = last_checkpoint AS pending_is_last, retry_at > now() - interval '1 minute' AS retry_at_set,
+	   error LIKE '%remote_commit_fails%' AS error_shown
+  FROM weir.remote_sinks WHERE pipeline = 'rs_w';
+SELECT remote_sink ~ '^two_phase to far\.totals: COMMIT PREPARED of checkpoint [0-9]+ failed [0-9]+ times, next attempt at .*remote_commit_fails' AS status_shown
+  FROM weir.pipelines WHERE name = 'rs_w';
+SELECT count(*) AS prepared_meanwhile FROM pg_prepared_xacts WHERE gid LIKE 'weir\_%';
+ALTER SYSTEM RESET weir.fault_point;
+SELECT pg_reload_conf();
+SELECT wait_for_remote('rs_w', 'pending_checkpoint IS NULL AND error IS NULL') AS committed_there;
+SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid LIKE 'weir\_%';
+SELECT remote_sink AS status FROM weir.pipelines WHERE name = 'rs_w';
+SELECT weir.checkpoint('rs_w') > 0 AS checkpointed;
+SELECT * FROM oracle_diff('far.totals',
+	$$SELECT k, date_bin('1 minute', t, 'epoch') AS window_start,
+			 date_bin('1 minute', t, 'epoch') + interval '1 minute' AS window_end,
+			 count(*) AS n, sum(v) AS s
+		FROM rs_events GROUP BY 1, 2
+	   HAVING date_bin('1 minute', t, 'epoch') + interval '1 minute' <= checkpoint_watermark('rs_w')$$);
+
 -- dropping a two-phase pipeline resolves its transactions there, so its
 -- worker must be gone first
 \set VERBOSITY default
@@ -167,7 +211,7 @@ CREATE TABLE far.totals2 (LIKE far.totals INCLUDING ALL);
 SELECT weir.create_pipeline('rs_orphan', 'rs_events', key => 'k', event_time => 't',
 							windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n, sum(v) AS s',
 							sink => weir.remote_table(here(), 'far.totals2')) > 0 AS created;
-SELECT wait_for_fire('rs_orphan', 4000);
+SELECT wait_for_fire('rs_orphan', 4300);
 SELECT weir.checkpoint('rs_orphan') > 0 AS checkpointed;
 SELECT count(*) AS rows_before FROM far.totals2 \gset
 ALTER SYSTEM SET weir.fault_point = 'remote_after_prepare';
@@ -175,7 +219,7 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 INSERT INTO rs_events (part, k, v, t)
 SELECT i % 2, 'k' || (i % 9), i, '2026-01-01'::timestamptz + i * interval '1 second'
-  FROM generate_series(4001, 4600) i;
+  FROM generate_series(4301, 4900) i;
 CREATE FUNCTION public.wait_for_prepared(want boolean) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
 	FOR i IN 1 .. 300 LOOP
