@@ -369,6 +369,32 @@ RESET ROLE;
 REVOKE SELECT ON rls_src FROM weir_runner;
 
 ------------------------------------------------------------------------------
+-- A sink table with a rule: rows go through SQL, so the rule applies to each
+-- (the bulk path, which skips the executor, is only for plain tables)
+------------------------------------------------------------------------------
+SELECT weir.create_topic('rule_src', 'k text, t timestamptz');
+CREATE TABLE rule_sink (k text NOT NULL, window_start timestamptz NOT NULL,
+                        window_end timestamptz NOT NULL, n bigint, PRIMARY KEY (window_start, k));
+CREATE TABLE rule_audit (k text, window_start timestamptz, n bigint);
+CREATE RULE audited AS ON INSERT TO rule_sink
+	DO ALSO INSERT INTO rule_audit VALUES (NEW.k, NEW.window_start, NEW.n);
+SELECT weir.create_pipeline('rule', 'rule_src', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n',
+                            sink => 'rule_sink', checkpoint_interval => '1 hour') > 0 AS created;
+INSERT INTO rule_src (k, t)
+SELECT 'k' || (i % 5), '2024-01-01'::timestamptz + i * interval '7 seconds' FROM generate_series(1, 200) i;
+SELECT weir.checkpoint('rule') > 0 AS checkpointed;
+SELECT count(*) > 0 AS fired, count(*) = (SELECT count(*) FROM rule_audit) AS audited_each
+  FROM rule_sink;
+SELECT count(*) AS differ FROM (
+	(SELECT k, window_start, n FROM rule_sink EXCEPT SELECT * FROM rule_audit)
+	UNION ALL
+	(SELECT * FROM rule_audit EXCEPT SELECT k, window_start, n FROM rule_sink)) d;
+SELECT weir.drop_pipeline('rule');
+DROP TABLE rule_sink, rule_audit;
+SELECT weir.drop_topic('rule_src');
+
+------------------------------------------------------------------------------
 -- Dropping a pipeline keeps its sink; a pipeline created again over that sink
 -- reads the topic from its start and writes the same rows
 ------------------------------------------------------------------------------

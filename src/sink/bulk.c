@@ -8,7 +8,7 @@
  * work (one row per closed window), and going through INSERT ... SELECT
  * FROM unnest() costs the executor per row.  This path skips the executor,
  * so it is used only where the executor would add nothing: a plain table
- * with no triggers, no row-level security that applies to the current
+ * with no triggers, no rules, no row-level security that applies to the current
  * user, no CHECK constraints, no generated columns, exactly the pipeline's
  * columns (in any order), NOT NULL only where weir never writes null, and
  * INSERT granted to the current user (the pipeline's owner).  Anything else goes through SQL
@@ -73,6 +73,8 @@ weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
 
 	ok = rel->rd_rel->relkind == RELKIND_RELATION &&
 		rel->trigdesc == NULL &&
+		/* rules (DO ALSO, DO INSTEAD) are the rewriter's: SQL applies them */
+		!rel->rd_rel->relhasrules &&
 		/* policies that apply to this user need the executor */
 		check_enable_rls(sink, InvalidOid, true) != RLS_ENABLED &&
 		(desc->constr == NULL ||
