@@ -20,6 +20,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -156,6 +157,14 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 	memset(res, 0, sizeof(*res));
 	if (!weir_checkpoint_pipeline_exists(row))
 		return false;
+	/*
+	 * The commit record is flushed before the caller moves on, whatever
+	 * synchronous_commit says (server, database or owner setting): once a
+	 * checkpoint is seen committed, its sink rows are read by others and a
+	 * remote sink's prepared transaction is committed after it, so a crash
+	 * must not undo it.
+	 */
+	ForceSyncCommit();
 	weir_sink_begin(target->sink, h->checkpoint_id);
 	while ((op = weir_package_read_op(&r, cols, maxcols, &chunks)) != NULL)
 	{
