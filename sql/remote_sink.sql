@@ -143,27 +143,14 @@ SELECT * FROM oracle_diff('far.latest',
 -- with back-off, shown in weir.remote_sinks and weir.pipelines, and goes
 -- through once the remote accepts it again; no weir.checkpoint() here: it
 -- waits for the commit there
-CREATE FUNCTION public.wait_for_remote(pipeline_name text, cond text) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 300 LOOP
-		EXECUTE format('SELECT %s FROM weir.remote_sinks WHERE pipeline = $1', cond)
-			INTO ok USING pipeline_name;
-		IF ok THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
 ALTER SYSTEM SET weir.fault_point = 'remote_commit_fails';
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.3);
 INSERT INTO rs_events (part, k, v, t)
 SELECT i % 2, 'k' || (i % 9), i, '2026-01-01'::timestamptz + i * interval '1 second'
   FROM generate_series(4001, 4300) i;
-SELECT wait_for_remote('rs_w', 'pending_checkpoint IS NOT NULL AND attempts >= 2') AS retrying;
+SELECT wait_for_pipeline('rs_w', $$(SELECT pending_checkpoint IS NOT NULL AND attempts >= 2
+								  FROM weir.remote_sinks WHERE pipeline = 'rs_w')$$) AS retrying;
 SELECT pending_checkpoint = last_checkpoint AS pending_is_last, retry_at > now() - interval '1 minute' AS retry_at_set,
 	   error LIKE '%remote_commit_fails%' AS error_shown
   FROM weir.remote_sinks WHERE pipeline = 'rs_w';
@@ -172,7 +159,8 @@ SELECT remote_sink ~ '^two_phase to far\.totals: COMMIT PREPARED of checkpoint [
 SELECT count(*) AS prepared_meanwhile FROM pg_prepared_xacts WHERE gid LIKE 'weir\_%';
 ALTER SYSTEM RESET weir.fault_point;
 SELECT pg_reload_conf();
-SELECT wait_for_remote('rs_w', 'pending_checkpoint IS NULL AND error IS NULL') AS committed_there;
+SELECT wait_for_pipeline('rs_w', $$(SELECT pending_checkpoint IS NULL AND error IS NULL
+								  FROM weir.remote_sinks WHERE pipeline = 'rs_w')$$) AS committed_there;
 SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid LIKE 'weir\_%';
 SELECT remote_sink AS status FROM weir.pipelines WHERE name = 'rs_w';
 SELECT weir.checkpoint('rs_w') > 0 AS checkpointed;
