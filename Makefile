@@ -45,7 +45,8 @@ OBJS = \
 	src/sink/remote_sink_orphans.o \
 	src/catalog_sql/catalog_remote_sink.o \
 	src/checkpoint/checkpoint_writer.o \
-	src/pipeline/live.o \
+	src/pipeline/state_view.o \
+	src/pipeline/state_image.o \
 	src/sink/bulk.o \
 	src/sink/sink_rows.o \
 	src/sink/sink_order.o \
@@ -63,6 +64,11 @@ OBJS = \
 	src/operator/window_aggregate.o \
 	src/operator/last_value.o \
 	src/operator/join.o \
+	src/operator/state_view.o \
+	src/operator/window_state_view.o \
+	src/operator/dedup_state_view.o \
+	src/operator/last_value_state_view.o \
+	src/operator/join_state_view.o \
 	src/state/row_arena.o \
 	src/catalog_sql/catalog_chunk.o \
 	src/capture/output_plugin.o \
@@ -88,7 +94,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 # remote sinks speak libpq (src/sink/remote_link.c), as postgres_fdw does
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic checkpoint_summary remote_sink security poison reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic checkpoint_summary state_views remote_sink security poison reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

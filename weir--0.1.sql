@@ -843,32 +843,45 @@ RETURNS record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_capture_change';
 REVOKE ALL ON FUNCTION weir._capture_change(bytea) FROM PUBLIC;
 
+-- The state of a pipeline, one row per window, kept id, key or buffered
+-- row, every operator in one shape (columns an operator has no such thing
+-- for are NULL; a projection keeps no state).  Readable by those who may
+-- read every row of its sink, and by members of its owner; what is
+-- evaluated to show it runs as the owner (src/pipeline/state_view.c).
 CREATE FUNCTION weir.live_state(
 	pipeline text,
+	OUT operator text,
 	OUT key text,
 	OUT window_start timestamptz,
 	OUT window_end timestamptz,
 	OUT fired boolean,
-	OUT aggregates jsonb)
+	OUT event_time timestamptz,
+	OUT expires_at timestamptz,
+	OUT value jsonb)
 RETURNS SETOF record
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_live_state';
 COMMENT ON FUNCTION weir.live_state(text) IS
-	'the open windows of a running pipeline, read from its shared memory (may be ahead of the last checkpoint)';
+	'the state of a running pipeline, read from its worker''s shared memory (may be ahead of the last checkpoint; no rows when it is not running): windows, kept ids, last values, buffered join rows';
 
 CREATE FUNCTION weir.committed_state(
 	pipeline text,
+	OUT operator text,
 	OUT key text,
 	OUT window_start timestamptz,
 	OUT window_end timestamptz,
 	OUT fired boolean,
-	OUT aggregates jsonb)
+	OUT event_time timestamptz,
+	OUT expires_at timestamptz,
+	OUT value jsonb)
 RETURNS SETOF record
 	LANGUAGE C VOLATILE AS 'MODULE_PATHNAME', 'weir_committed_state';
 COMMENT ON FUNCTION weir.committed_state(text) IS
-	'the open windows of a window pipeline as of its last checkpoint, read from its chunks';
+	'the state of a pipeline as of its last checkpoint (the one its sink rows and positions are of), restored from its chunks; as weir.live_state';
 
 -- Owners of a pipeline (and their members) read its dead letters and its
--- committed state; nobody else does (dead letters hold topic rows).
+-- raw state chunks; nobody else does (dead letters hold topic rows).
+-- Readers of the sink see the state decoded, through weir.committed_state,
+-- which reads the chunks as weir's owner.
 ALTER TABLE weir.dead_letters ENABLE ROW LEVEL SECURITY;
 ALTER TABLE weir.pipeline_chunk ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON weir.pipeline_chunk FOR SELECT

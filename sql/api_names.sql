@@ -192,9 +192,9 @@ INSERT INTO an_events (part, v, label, t) SELECT part, v, label, t FROM an_data 
 SELECT weir.checkpoint('an_total') > 0 AS total, weir.checkpoint('an_generic') > 0 AS generic,
        weir.checkpoint('an_hop') > 0 AS hop, weir.checkpoint('an_session') > 0 AS session;
 -- open windows, in the worker's memory and in the last checkpoint: no key
-SELECT key, window_start, window_end, fired, aggregates FROM weir.live_state('an_total')
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.live_state('an_total')
  ORDER BY window_start DESC LIMIT 2;
-SELECT key, window_start, window_end, fired, aggregates FROM weir.committed_state('an_total')
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.committed_state('an_total')
  ORDER BY window_start DESC LIMIT 2;
 SELECT (SELECT count(*) FROM weir.committed_state('an_generic')) AS generic_open,
        (SELECT count(*) FROM weir.committed_state('an_session')) AS sessions_open,

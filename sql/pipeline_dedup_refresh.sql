@@ -88,11 +88,11 @@ INSERT INTO rf_src (id, ts, note) VALUES
 	(4, '2026-01-01 00:00:30', '4@30'), (1, '2026-01-01 00:00:40', '1@40'),
 	(5, '2026-01-01 00:00:50', '5@50');
 SELECT weir.checkpoint('rf_refresh') > 0 AS checkpointed, weir.checkpoint('rf_first') > 0 AS checkpointed;
--- live state: per id, window_start is its last sighting (refresh) or its
--- first (no refresh), window_end when it expires
-SELECT 'rf_refresh' AS pipeline, key, window_start, window_end FROM weir.live_state('rf_refresh')
+-- live state: per id, event_time is its last sighting (refresh) or its
+-- first (no refresh), expires_at when it expires
+SELECT 'rf_refresh' AS pipeline, key, event_time, expires_at FROM weir.live_state('rf_refresh')
 UNION ALL
-SELECT 'rf_first', key, window_start, window_end FROM weir.live_state('rf_first')
+SELECT 'rf_first', key, event_time, expires_at FROM weir.live_state('rf_first')
  ORDER BY 1, 2;
 SELECT weir.stop('rf_refresh'), weir.stop('rf_first');
 DO $$
@@ -107,9 +107,9 @@ SELECT weir.start('rf_refresh'), weir.start('rf_first');
 SELECT weir.checkpoint('rf_refresh') > 0 AS checkpointed, weir.checkpoint('rf_first') > 0 AS checkpointed;
 SELECT p.name, r.windows AS ids FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
  WHERE p.name IN ('rf_refresh', 'rf_first') AND r.checkpoint_id > 0 ORDER BY p.name;
-SELECT 'rf_refresh' AS pipeline, key, window_start, window_end FROM weir.live_state('rf_refresh')
+SELECT 'rf_refresh' AS pipeline, key, event_time, expires_at FROM weir.live_state('rf_refresh')
 UNION ALL
-SELECT 'rf_first', key, window_start, window_end FROM weir.live_state('rf_first')
+SELECT 'rf_first', key, event_time, expires_at FROM weir.live_state('rf_first')
  ORDER BY 1, 2;
 
 -- batches 2 to 5, each read after the one before moved the watermark

@@ -55,9 +55,9 @@ SELECT * FROM oracle_diff('tum', $$
 	SELECT * FROM tum_oracle
 	 WHERE window_end <= checkpoint_watermark('tum') $$);
 -- the open window is in the checkpointed state, not in the sink
-SELECT * FROM weir.committed_state('tum') ORDER BY key, window_start;
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.committed_state('tum') ORDER BY key, window_start;
 -- and in the worker's memory, which weir.live_state() reads
-SELECT * FROM weir.live_state('tum') ORDER BY key, window_start;
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.live_state('tum') ORDER BY key, window_start;
 SELECT c.id, c.watermark, c.sink_rows, c.state_rows, c.state_deletes, c.records_in
   FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id
  WHERE p.name = 'tum' ORDER BY c.id;
@@ -99,7 +99,7 @@ SELECT * FROM oracle_diff('hop', $$
 SELECT * FROM hop_oracle
  WHERE window_end > checkpoint_watermark('hop')
  ORDER BY k, window_start;
-SELECT * FROM weir.committed_state('hop') ORDER BY key, window_start;
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.committed_state('hop') ORDER BY key, window_start;
 
 ------------------------------------------------------------------------------
 -- A filter: rows it rejects (false or NULL) are read and counted, and their
@@ -290,7 +290,7 @@ SELECT d.source, d.partition, d.position, d.error, d.record
 SET ROLE weir_nobody;
 SELECT count(*) AS dead_letters_seen FROM weir.dead_letters;
 -- nor its state, live or committed
-SELECT * FROM weir.committed_state('dl');
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.committed_state('dl');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 SET ROLE weir_runner;
@@ -478,7 +478,7 @@ SELECT part, pos, k, t, v FROM ses_late ORDER BY part, pos;
 SELECT * FROM oracle_diff('ses', $$
 	SELECT * FROM ses_oracle
 	 WHERE window_end <= checkpoint_watermark('ses') $$);
-SELECT * FROM weir.committed_state('ses') ORDER BY key, window_start;
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.committed_state('ses') ORDER BY key, window_start;
 
 -- sessions with emit => 'updates': the rows of open sessions are in the sink,
 -- and when sessions merge only the merged session's row stays
@@ -509,7 +509,7 @@ SELECT * FROM oracle_diff('sesu', $$
 -- the committed state holds only the merged session: the two it absorbed,
 -- which earlier checkpoints wrote, are written as gone, and a restart (a
 -- restore from the chunks) does not bring them back
-SELECT * FROM weir.committed_state('sesu') ORDER BY key, window_start;
+SELECT key, window_start, window_end, fired, value AS aggregates FROM weir.committed_state('sesu') ORDER BY key, window_start;
 SELECT entries FROM weir.pipeline_chunk c JOIN weir.pipeline p ON p.id = c.pipeline_id
  WHERE p.name = 'sesu' ORDER BY chunk;
 SELECT weir.stop('sesu');
@@ -522,7 +522,7 @@ BEGIN
 END $$;
 SELECT weir.start('sesu');
 SELECT weir.checkpoint('sesu') > 0 AS checkpointed;
-SELECT key, window_start, window_end, aggregates FROM weir.live_state('sesu') ORDER BY key, window_start;
+SELECT key, window_start, window_end, value AS aggregates FROM weir.live_state('sesu') ORDER BY key, window_start;
 SELECT windows FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
  WHERE p.name = 'sesu' ORDER BY restored_at DESC LIMIT 1;
 
@@ -561,8 +561,8 @@ SELECT weir.checkpoint('long_tum') > 0 AS checkpointed, weir.checkpoint('long_se
 SELECT length(k), window_start, n, total, mean FROM long_tum ORDER BY 1, 2;
 SELECT * FROM oracle_diff('long_tum', $$
 	SELECT * FROM long_tum_oracle WHERE window_end <= checkpoint_watermark('long_tum') $$);
-SELECT length(key), window_start, window_end, aggregates FROM weir.live_state('long_tum') ORDER BY 1, 2;
-SELECT length(key), window_start, window_end, aggregates FROM weir.live_state('long_ses') ORDER BY 1, 2;
+SELECT length(key), window_start, window_end, value AS aggregates FROM weir.live_state('long_tum') ORDER BY 1, 2;
+SELECT length(key), window_start, window_end, value AS aggregates FROM weir.live_state('long_ses') ORDER BY 1, 2;
 SELECT weir.stop('long_tum'), weir.stop('long_ses');
 DO $$
 BEGIN

@@ -293,6 +293,9 @@ weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid)
 		{
 			Assert(found->generation % 2 == 0);
 			found->generation++;
+			found->image_requested = 0;
+			found->image_served = 0;
+			found->image_readers = 0;
 			found->pid = MyProcPid;
 			found->latch = &MyProc->procLatch;
 		}
@@ -352,6 +355,19 @@ weir_shmem_pipeline_generation(WeirPipelineSlot *slot)
 	generation = slot->generation;
 	SpinLockRelease(&slot->mutex);
 	return generation;
+}
+
+/*
+ * A reader of the worker's state store takes the slot's lock shared: the
+ * worker, which holds it exclusively for a batch, lets it in within a few
+ * hundred records when it sees readers_waiting (worker.c).
+ */
+void
+weir_shmem_pipeline_lock_shared(WeirPipelineSlot *slot)
+{
+	pg_atomic_fetch_add_u32(&slot->readers_waiting, 1);
+	LWLockAcquire(&slot->lock, LW_SHARED);
+	pg_atomic_fetch_sub_u32(&slot->readers_waiting, 1);
 }
 
 /*

@@ -18,13 +18,14 @@
  *		partition's registrations and initialisation (partition.c).
  *	 WeirPipelineSlot.lock (LWLock, tranche "weir_pipeline"): the worker's
  *		state store: the store in DSA, and area and root, which say where it
- *		is.  The worker holds it exclusively per batch, per firing and per
+ *		is; and image, image_len and image_failed (a state image).  The
+ *		worker holds it exclusively per batch, per firing and per
  *		checkpoint collection; weir.live_state holds it shared while it
  *		attaches and copies.
  *	 WeirPipelineSlot.mutex (spinlock): the slot's scalars (pid, latch,
  *		helpers' pids, watermark, checkpoint ids and tickets, counters of
- *		state, the watermark's holder, restart_now) and, with
- *		WeirShmem.lock, who holds the slot.
+ *		state, the watermark's holder, restart_now, state image requests)
+ *		and, with WeirShmem.lock, who holds the slot.
  *	 WeirPipelineSlot.checkpoint_cv and WeirShmem.pipelines_cv (condition
  *		variables): no data of their own; see below for when they are
  *		broadcast.
@@ -57,8 +58,9 @@
  * ConditionVariableBroadcast takes the variable's spinlock (which may not
  * nest under another), and a sleeper holding an LWLock would keep others
  * waiting and its own interrupts off.  checkpoint_cv is broadcast when a
- * checkpoint of the slot's pipeline commits (weir_shmem_checkpoint_committed)
- * and when its worker leaves the slot; pipelines_cv when any worker claims
+ * checkpoint of the slot's pipeline commits (weir_shmem_checkpoint_committed),
+ * when its worker leaves the slot, and when the worker publishes a state
+ * image (state_image.c); pipelines_cv when any worker claims
  * or leaves a pipeline slot.  A waiter calls ConditionVariablePrepareToSleep
  * before it looks at the condition, so no broadcast is lost between its
  * look and its sleep.
@@ -197,6 +199,20 @@ typedef struct WeirPipelineSlot
 								 * kept after it leaves, for the launcher */
 	ConditionVariable checkpoint_cv;	/* broadcast after each checkpoint and
 										 * when the worker leaves */
+	/*
+	 * weir.live_state of state the worker holds in its own memory: it
+	 * writes an image of it when asked (pipeline/state_image.c)
+	 */
+	uint64		image_requested;	/* requests made (a counter), under mutex */
+	uint64		image_served;	/* requests the image published covers,
+								 * under mutex */
+	int32		image_readers;	/* readers that asked and are not done with
+								 * it, under mutex */
+	dsa_pointer image;			/* in the worker's area; Invalid: none (under
+								 * lock) */
+	Size		image_len;		/* bytes (under lock) */
+	bool		image_failed;	/* the last could not be made: its area was
+								 * full (under lock) */
 	/* its remote sink's commit (sink_remote.c), under mutex */
 	int64		remote_pending; /* a checkpoint committed here whose remote
 								 * transaction is not yet committed; 0: none */
@@ -248,6 +264,7 @@ extern WeirPipelineSlot *weir_shmem_claim_pipeline(int32 pipeline_id, int *holde
 extern void weir_shmem_release_pipeline(WeirPipelineSlot *slot);
 extern uint64 weir_shmem_pipeline_generation(WeirPipelineSlot *slot);
 extern bool weir_shmem_pipeline_is(WeirPipelineSlot *slot, int32 pipeline_id);
+extern void weir_shmem_pipeline_lock_shared(WeirPipelineSlot *slot);
 extern WeirPipelineSlot *weir_shmem_checkpoint_ticket(int32 pipeline_id, uint64 *generation,
 													  int64 *ticket);
 extern bool weir_shmem_take_restart_now(int32 pipeline_id);

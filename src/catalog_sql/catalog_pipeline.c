@@ -640,6 +640,43 @@ weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
 	return checkpoint_id;
 }
 
+/*
+ * weir_catalog_last_checkpoint as the active snapshot sees it, as
+ * weir_catalog_load_chunks reads chunks (a read-only cursor): read under
+ * one snapshot, the record and the chunks are those of one checkpoint
+ * (the state views; a checkpoint may commit in between).
+ */
+int64
+weir_catalog_last_checkpoint_in_snapshot(int32 id, TimestampTz *watermark)
+{
+	WeirCatalogPrivilege p;
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(id);
+	int64		checkpoint_id = 0;
+	int			rc;
+
+	*watermark = DT_NOBEGIN;
+	weir_catalog_privileged_begin(&p);
+	rc = SPI_execute_with_args("SELECT id, watermark FROM weir.checkpoints WHERE pipeline_id = $1 "
+							   "ORDER BY id DESC LIMIT 1",
+							   1, &type, &value, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "weir's catalog statement returned %s, not SPI_OK_SELECT",
+			 SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d;
+
+		checkpoint_id = DatumGetInt64(get_datum(1, &isnull));
+		d = get_datum(2, &isnull);
+		if (!isnull)
+			*watermark = DatumGetTimestampTz(d);
+	}
+	weir_catalog_privileged_end(&p);
+	return checkpoint_id;
+}
+
 void
 weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
 							 Datum max_event_times)

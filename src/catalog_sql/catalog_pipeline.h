@@ -133,6 +133,7 @@ extern void weir_catalog_run_ddl(const char *sql);
 extern void weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
 										TimestampTz *max_event_time);
 extern int64 weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark);
+extern int64 weir_catalog_last_checkpoint_in_snapshot(int32 id, TimestampTz *watermark);
 
 extern void weir_catalog_write_positions(int32 id, Datum parts, Datum positions,
 										 Datum max_event_times);

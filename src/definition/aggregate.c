@@ -965,6 +965,22 @@ weir_agg_generic_final(WeirAggSpec *agg, char *states, bool *isnull)
 	return result;
 }
 
+/*
+ * Make `cxt` the parent of the generic states built from now on, and
+ * return the one before (NULL: none yet, one is made under
+ * TopMemoryContext when first needed).  A backend that decodes states for
+ * a while (the state views) gives them a context that goes with its call,
+ * so that an error on the way leaks none; it swaps the old one back after.
+ */
+MemoryContext
+weir_agg_generic_parent_swap(MemoryContext cxt)
+{
+	MemoryContext before = generic_parent;
+
+	generic_parent = cxt;
+	return before;
+}
+
 /* Bytes held by generic states in this process (a walk over their contexts). */
 int64
 weir_agg_generic_bytes(void)

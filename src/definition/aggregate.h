@@ -32,6 +32,7 @@ extern const char *weir_agg_generic_final_guarded(WeirAggSpec *agg, char *states
 												  bool *isnull);
 extern void weir_agg_free_generic(WeirPlan *plan, char *states);
 extern int64 weir_agg_generic_bytes(void);
+extern MemoryContext weir_agg_generic_parent_swap(MemoryContext cxt);
 extern bytea *weir_agg_states_image(WeirPlan *plan, char *states);
 extern bool weir_agg_states_restore(WeirPlan *plan, char *states, const char *image,
 									Size len);

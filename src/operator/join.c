@@ -46,21 +46,10 @@
 #include "utils/memutils.h"
 
 #include "operator/join.h"
+#include "operator/join_rows.h"
 #include "operator/keyed_ops.h"
 #include "operator/output.h"
 #include "state/row_arena.h"
-
-/*
- * A key's entry state, both sides' rows (keyed.c reads t, which must come
- * first): one entry per key, so a record costs one lookup.
- */
-typedef struct JoinKeyState
-{
-	TimestampTz t;				/* the latest row time + its side's bound:
-								 * past it, no row of the key can match */
-	dsa_pointer rows[2];		/* per side, newest first */
-	int32		nrows[2];
-} JoinKeyState;
 
 typedef struct WeirJoin
 {
@@ -84,40 +73,23 @@ typedef struct WeirJoin
 	Datum	   *own;
 } WeirJoin;
 
-/*
- * A buffered row: what deciding and emitting its pairs needs (its time, its
- * values, whether it matched), no more (its partition and position decide
- * nothing: pairs follow from times alone).
- */
-typedef struct JoinRow
-{
-	dsa_pointer next;
-	TimestampTz t;
-	uint32		matched;
-	uint32		len;			/* bytes of values */
-	uint32		arena_off;		/* where in its block (row_arena.c) */
-	char		values[FLEXIBLE_ARRAY_MEMBER];	/* the side's columns, serialised */
-} JoinRow;
 
-/* a row's chunk image: t, matched, len, then the values */
-#define ROW_IMAGE_HEADER (sizeof(TimestampTz) + 2 * sizeof(uint32))
-
-static inline JoinRow *
+static inline WeirJoinRow *
 row_at(WeirJoin *j, dsa_pointer dp)
 {
-	return (JoinRow *) weir_store_address(j->store, dp);
+	return (WeirJoinRow *) weir_store_address(j->store, dp);
 }
 
-static inline JoinKeyState *
+static inline WeirJoinKeyState *
 key_state(WeirJoin *j, dsa_pointer entry)
 {
-	return (JoinKeyState *) weir_keyed_state(j->keys, entry);
+	return (WeirJoinKeyState *) weir_keyed_state(j->keys, entry);
 }
 
 static inline Size
 row_size(uint32 len)
 {
-	return offsetof(JoinRow, values) + len;
+	return offsetof(WeirJoinRow, values) + len;
 }
 
 static inline WeirPlan *
@@ -134,11 +106,8 @@ side_plan(WeirJoin *j, int side)
  * work per record).  The values themselves, never references: a value
  * stored out of line (TOAST, or an expanded object) is fetched first, since
  * its source row may be gone (retention) by the time a partner arrives or
- * a restore reads the row back.
+ * a restore reads the row back.  (Layout: join_rows.h.)
  */
-#define VALUE_NULL		(-2)
-#define VALUE_BY_VALUE	(-1)
-
 static inline Datum
 self_contained(Datum value, bool isnull, int16 typlen)
 {
@@ -158,11 +127,11 @@ value_space(Datum value, bool isnull, bool byval, int16 typlen)
 static inline char *
 serialize_value(char *p, Datum value, bool isnull, bool byval, int16 typlen)
 {
-	int			header = isnull ? VALUE_NULL : byval ? VALUE_BY_VALUE : (int) weir_datum_size(value, typlen);
+	int			header = isnull ? WEIR_JOIN_VALUE_NULL : byval ? WEIR_JOIN_VALUE_BY_VALUE : (int) weir_datum_size(value, typlen);
 
 	memcpy(p, &header, sizeof(int));
 	p += sizeof(int);
-	if (header == VALUE_BY_VALUE)
+	if (header == WEIR_JOIN_VALUE_BY_VALUE)
 	{
 		memcpy(p, &value, sizeof(Datum));
 		p += sizeof(Datum);
@@ -177,7 +146,7 @@ serialize_value(char *p, Datum value, bool isnull, bool byval, int16 typlen)
 
 /* A row's column values back as Datums, by-reference ones copied into the pending rows' memory. */
 static void
-restore_values(WeirJoin *j, JoinRow *row, int ncols, Datum *values, bool *nulls)
+restore_values(WeirJoin *j, WeirJoinRow *row, int ncols, Datum *values, bool *nulls)
 {
 	const char *p = row->values;
 
@@ -187,8 +156,8 @@ restore_values(WeirJoin *j, JoinRow *row, int ncols, Datum *values, bool *nulls)
 
 		memcpy(&header, p, sizeof(int));
 		p += sizeof(int);
-		nulls[i] = header == VALUE_NULL;
-		if (header == VALUE_BY_VALUE)
+		nulls[i] = header == WEIR_JOIN_VALUE_NULL;
+		if (header == WEIR_JOIN_VALUE_BY_VALUE)
 		{
 			memcpy(&values[i], p, sizeof(Datum));
 			p += sizeof(Datum);
@@ -227,7 +196,7 @@ emit(WeirJoin *j, Datum *lvalues, bool *lnulls, Datum *rvalues, bool *rnulls)
 
 /* A left row that leaves without a match, in a left outer join. */
 static void
-emit_unmatched(WeirJoin *j, JoinRow *row)
+emit_unmatched(WeirJoin *j, WeirJoinRow *row)
 {
 	/* the values go to the pending rows' memory: this may run outside any transaction */
 	restore_values(j, row, j->plan->ncolumns, j->theirs, j->their_nulls);
@@ -241,17 +210,17 @@ emit_unmatched(WeirJoin *j, JoinRow *row)
 static void
 free_row(WeirJoin *j, int side, dsa_pointer dp, bool settle)
 {
-	JoinRow    *row = row_at(j, dp);
+	WeirJoinRow    *row = row_at(j, dp);
 
 	if (settle && side == 0 && j->plan->left_outer && !row->matched)
 		emit_unmatched(j, row);
-	j->keys->live_bytes -= ROW_IMAGE_HEADER + row->len;
+	j->keys->live_bytes -= WEIR_JOIN_ROW_IMAGE_HEADER + row->len;
 	weir_row_arena_free(&j->arenas[side], dp, row->arena_off);
 }
 
 /* Drop the rows of an entry's side that can match nothing more (t + bound below the watermark). */
 static void
-prune(WeirJoin *j, JoinKeyState *s, int side, TimestampTz watermark)
+prune(WeirJoin *j, WeirJoinKeyState *s, int side, TimestampTz watermark)
 {
 	dsa_pointer *link = &s->rows[side];
 
@@ -260,7 +229,7 @@ prune(WeirJoin *j, JoinKeyState *s, int side, TimestampTz watermark)
 	while (DsaPointerIsValid(*link))
 	{
 		dsa_pointer dp = *link;
-		JoinRow    *row = row_at(j, dp);
+		WeirJoinRow    *row = row_at(j, dp);
 
 		if (row->t + j->bound[side] < watermark)
 		{
@@ -280,25 +249,25 @@ static void
 image_rows(void *arg, WeirKeyed *k, WeirEntry *w, StringInfo buf)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
-	JoinKeyState *s = (JoinKeyState *) weir_entry_states(k->store->root, w);
+	WeirJoinKeyState *s = (WeirJoinKeyState *) weir_entry_states(k->store->root, w);
 
 	for (int side = 0; side < 2; side++)
 		for (dsa_pointer dp = s->rows[side]; DsaPointerIsValid(dp);)
 		{
-			JoinRow    *row = row_at(j, dp);
-			char	   *p = weir_append_space(buf, ROW_IMAGE_HEADER + row->len);
+			WeirJoinRow    *row = row_at(j, dp);
+			char	   *p = weir_append_space(buf, WEIR_JOIN_ROW_IMAGE_HEADER + row->len);
 
 			memcpy(p, &row->t, sizeof(TimestampTz));
 			memcpy(p + 8, &row->matched, sizeof(uint32));
 			memcpy(p + 12, &row->len, sizeof(uint32));
-			memcpy(p + ROW_IMAGE_HEADER, row->values, row->len);
+			memcpy(p + WEIR_JOIN_ROW_IMAGE_HEADER, row->values, row->len);
 			dp = row->next;
 		}
 }
 
 /* Free every row of an entry's side (settle: as free_row). */
 static void
-free_rows(WeirJoin *j, JoinKeyState *s, int side, bool settle)
+free_rows(WeirJoin *j, WeirJoinKeyState *s, int side, bool settle)
 {
 	while (DsaPointerIsValid(s->rows[side]))
 	{
@@ -315,11 +284,11 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 			 const char *p, Size avail)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
-	JoinKeyState image;
+	WeirJoinKeyState image;
 	const char *start = p;
-	JoinKeyState *s = NULL;
+	WeirJoinKeyState *s = NULL;
 
-	memcpy(&image, state, sizeof(JoinKeyState));
+	memcpy(&image, state, sizeof(WeirJoinKeyState));
 	if (image.nrows[0] < 0 || image.nrows[1] < 0)
 		return -1;
 	if (DsaPointerIsValid(entry))
@@ -339,21 +308,21 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 
 		for (int32 i = 0; i < image.nrows[side]; i++)
 		{
-			JoinRow		hdr;
+			WeirJoinRow		hdr;
 
-			if (avail - (p - start) < ROW_IMAGE_HEADER)
+			if (avail - (p - start) < WEIR_JOIN_ROW_IMAGE_HEADER)
 				return -1;
 			memcpy(&hdr.t, p, sizeof(TimestampTz));
 			memcpy(&hdr.matched, p + 8, sizeof(uint32));
 			memcpy(&hdr.len, p + 12, sizeof(uint32));
-			p += ROW_IMAGE_HEADER;
+			p += WEIR_JOIN_ROW_IMAGE_HEADER;
 			if (avail - (p - start) < hdr.len)
 				return -1;
 			if (s)
 			{
 				uint32		off;
 				dsa_pointer dp = weir_row_arena_alloc(&j->arenas[side], row_size(hdr.len), &off);
-				JoinRow    *row;
+				WeirJoinRow    *row;
 
 				if (!DsaPointerIsValid(dp))
 					ereport(ERROR,
@@ -370,7 +339,7 @@ restore_rows(void *arg, WeirKeyed *k, dsa_pointer entry, const char *state,
 				*tail = dp;
 				tail = &row->next;
 				s->nrows[side]++;
-				j->keys->live_bytes += ROW_IMAGE_HEADER + hdr.len;
+				j->keys->live_bytes += WEIR_JOIN_ROW_IMAGE_HEADER + hdr.len;
 			}
 			p += hdr.len;
 		}
@@ -383,7 +352,7 @@ static void
 prefetch_rows(void *arg, WeirKeyed *k, dsa_pointer entry)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
-	JoinKeyState *s = key_state(j, entry);
+	WeirJoinKeyState *s = key_state(j, entry);
 
 	for (int side = 0; side < 2; side++)
 		if (DsaPointerIsValid(s->rows[side]))
@@ -395,7 +364,7 @@ static void
 remove_rows(void *arg, WeirKeyed *k, dsa_pointer entry)
 {
 	WeirJoin   *j = (WeirJoin *) arg;
-	JoinKeyState *s = key_state(j, entry);
+	WeirJoinKeyState *s = key_state(j, entry);
 
 	free_rows(j, s, 0, true);
 	free_rows(j, s, 1, true);
@@ -483,8 +452,8 @@ join_row(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
 	Size		len = 0;
 	dsa_pointer dp;
 	uint32		off;
-	JoinRow    *row;
-	JoinKeyState *s;
+	WeirJoinRow    *row;
+	WeirJoinKeyState *s;
 
 	j->watermark = watermark;
 	/* what the row keeps, and its pairs take, are its values (self_contained) */
@@ -500,7 +469,7 @@ join_row(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
 		prune(j, s, side, watermark);
 		for (dsa_pointer odp = s->rows[other]; DsaPointerIsValid(odp);)
 		{
-			JoinRow    *o = row_at(j, odp);
+			WeirJoinRow    *o = row_at(j, odp);
 			TimestampTz lt = side == 0 ? t : o->t;
 			TimestampTz rt = side == 0 ? o->t : t;
 
@@ -515,8 +484,7 @@ join_row(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
 				else
 					emit(j, j->theirs, j->their_nulls, own, nulls);
 				matched = true;
-				if (other == 0)
-					o->matched = 1;
+				o->matched = 1;	/* a left outer join and the state views read it */
 			}
 			odp = o->next;
 		}
@@ -546,7 +514,7 @@ join_row(WeirJoin *j, int side, const char *key, uint32 keylen, uint32 keyhash,
 	row->next = s->rows[side];
 	s->rows[side] = dp;
 	s->nrows[side]++;
-	j->keys->live_bytes += ROW_IMAGE_HEADER + len;
+	j->keys->live_bytes += WEIR_JOIN_ROW_IMAGE_HEADER + len;
 	weir_keyed_touch(j->keys, entry);
 	return true;
 }
@@ -573,7 +541,7 @@ drain(WeirJoin *j, TimestampTz watermark)
 	/* entries changed since the last checkpoint stay: empty their lists */
 	for (int i = 0; i < k->ndirty; i++)
 	{
-		JoinKeyState *s;
+		WeirJoinKeyState *s;
 
 		weir_keyed_prefetch_walk(k, k->dirty, k->ndirty, i, true);
 		s = key_state(j, k->dirty[i]);
@@ -655,11 +623,11 @@ static const WeirOperatorOps join_ops = {
 	.held_entries = weir_keyed_ops_held_entries,
 };
 
-/* Per key: both sides' rows (JoinKeyState). */
+/* Per key: both sides' rows (WeirJoinKeyState). */
 Size
 weir_join_entry_state(void)
 {
-	return sizeof(JoinKeyState);
+	return sizeof(WeirJoinKeyState);
 }
 
 void

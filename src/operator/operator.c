@@ -17,6 +17,7 @@
 #include "operator/last_value.h"
 #include "operator/operator.h"
 #include "operator/projection.h"
+#include "operator/state_view.h"
 #include "operator/window_aggregate.h"
 
 /*
@@ -42,6 +43,29 @@ weir_operator_entry_state(WeirPlan *plan)
 			break;
 	}
 	return 0;
+}
+
+/*
+ * What weir.live_state and weir.committed_state show of the plan's state
+ * (state_view.h); NULL: it has none (a projection).
+ */
+const WeirStateView *
+weir_operator_state_view(WeirPlan *plan)
+{
+	switch (plan->op)
+	{
+		case WEIR_OP_WINDOW:
+			return &weir_window_state_view;
+		case WEIR_OP_DEDUP:
+			return &weir_dedup_state_view;
+		case WEIR_OP_LAST_VALUE:
+			return &weir_last_value_state_view;
+		case WEIR_OP_JOIN:
+			return &weir_join_state_view;
+		case WEIR_OP_PROJECTION:
+			break;
+	}
+	return NULL;
 }
 
 /* Whether the store's entries carry an end: session windows' */

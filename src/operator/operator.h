@@ -31,7 +31,8 @@
  * counts (entries, bytes: store.h), which the worker publishes in its
  * pipeline slot.  Live state is not a call: weir.live_state runs in another
  * backend, which has no operator, and reads the store's entries through
- * its root (pipeline/live.c), as the entry layout (store.h) lets it.
+ * its root, as the entry layout (store.h) lets it, and decodes them with
+ * the operator's state view (state_view.h, weir_operator_state_view).
  *
  * Every call runs in the worker, in the memory context the caller is in
  * unless it says otherwise; the operator keeps what outlives a call in
@@ -167,7 +168,10 @@ struct WeirOperator
 	const char *refused;
 };
 
+struct WeirStateView;			/* state_view.h */
+
 extern Size weir_operator_entry_state(WeirPlan *plan);
+extern const struct WeirStateView *weir_operator_state_view(WeirPlan *plan);
 extern bool weir_operator_entry_end(WeirPlan *plan);
 extern WeirOperator *weir_operator_create(const WeirOperatorEnv *env);
 

@@ -68,6 +68,7 @@
 #include "pipeline/checkpoint.h"
 #include "pipeline/read_ahead.h"
 #include "pipeline/skip.h"
+#include "pipeline/state_image.h"
 #include "pipeline/worker.h"
 #include "sink/sink_open.h"
 
@@ -103,6 +104,8 @@ worker_detach(int code, Datum arg)
 	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 	slot->area = DSM_HANDLE_INVALID;
 	slot->root = InvalidDsaPointer;
+	slot->image = InvalidDsaPointer;	/* it goes with the area */
+	slot->image_len = 0;
 	LWLockRelease(&slot->lock);
 	/* the slot goes back; waiters and the launcher are told */
 	weir_shmem_release_pipeline(slot);
@@ -608,6 +611,8 @@ run(WeirWorker *w)
 		if (w->op->ops->expire(w->op, w->watermark))
 			w->changed = true;
 		LWLockRelease(&w->slot->lock);
+		/* between batches: an image of state for weir.live_state, if asked */
+		weir_state_image_serve(w->slot, w->area, w->store, w->in.plan);
 		/* readers of the topic it writes wait for its watermark */
 		if (w->publishes_watermark && w->watermark > w->watermark_published)
 			w->changed = true;

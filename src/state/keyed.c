@@ -139,11 +139,7 @@ expiring(WeirKeyed *k)
 static inline TimestampTz
 entry_expiry(WeirKeyed *k, const WeirKeyedState *s)
 {
-	if (k->retention > 0)
-		return s->t + k->retention;
-	if (is_tombstone(k, s))
-		return s->t + 1;
-	return DT_NOEND;
+	return weir_keyed_expiry(k->retention, k->tombstones, s);
 }
 
 /* The smallest multiple of width at or after t. */

@@ -49,6 +49,22 @@ typedef struct WeirKeyedState
 									 * never expire (no retention): this
 									 * process's, cleared on restore */
 
+/*
+ * The watermark at which an entry leaves memory (at or past it): its time
+ * + retention; without a retention a tombstone once the watermark has
+ * passed its time, anything else never (DT_NOEND).  For keyed.c and the
+ * state views (operator/state_view.h), so they agree.
+ */
+static inline TimestampTz
+weir_keyed_expiry(int64 retention, bool tombstones, const WeirKeyedState *s)
+{
+	if (retention > 0)
+		return s->t + retention;
+	if (tombstones && (s->flags & WEIR_KEYED_DELETED))
+		return s->t + 1;
+	return DT_NOEND;
+}
+
 /* Bytes of WeirKeyedState a last value over an ordinary topic keeps */
 #define WEIR_KEYED_STATE_PLAIN offsetof(WeirKeyedState, flags)
 
