@@ -241,6 +241,25 @@ SELECT * FROM sv_counts('weir.committed_state');
 RESET ROLE;
 REVOKE sv_owner FROM sv_nobody;
 SELECT sqlstate_of($$SELECT * FROM weir.live_state('sv_none')$$) AS no_such_pipeline;
+-- a remote sink has no table here that could be granted: owner members only
+CREATE TABLE sv_far (k int, window_start timestamptz, window_end timestamptz, n bigint,
+                     PRIMARY KEY (window_start, k));
+GRANT SELECT ON sv_far TO sv_reader;
+SELECT weir.create_pipeline('sv_remote', 'sv_events', key => 'k', event_time => 't',
+                            windowing => weir.tumbling('1 minute'), aggregates => 'count(*) AS n',
+                            sink => weir.remote_table(
+                                format('host=%s port=%s dbname=%s',
+                                       split_part(current_setting('unix_socket_directories'), ',', 1),
+                                       current_setting('port'), current_database()),
+                                'public.sv_far'),
+                            start => false) > 0 AS created;
+SET ROLE sv_reader;
+SELECT count(*) FROM weir.committed_state('sv_remote');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SELECT count(*) AS owner_reads_nothing_yet FROM weir.committed_state('sv_remote');
+SELECT weir.drop_pipeline('sv_remote');
+DROP TABLE sv_far;
 
 SELECT weir.drop_pipeline(p) FROM unnest(ARRAY['sv_win', 'sv_dd', 'sv_lv', 'sv_jn', 'sv_pj']) p;
 SELECT weir.drop_topic('sv_events');
