@@ -73,7 +73,6 @@ typedef struct WeirJoin
 	Datum	   *own;
 } WeirJoin;
 
-
 static inline WeirJoinRow *
 row_at(WeirJoin *j, dsa_pointer dp)
 {
