@@ -28,6 +28,28 @@
 #define EXTRALEN_OFFSET (3 * sizeof(uint32) + 2 * sizeof(TimestampTz))
 
 /*
+ * Whether `more` bytes may still be appended to buf: a StringInfo cannot
+ * grow past MaxAllocSize (1 GB), and enlargeStringInfo's error for it
+ * would fail a worker writing an image (state_image.c) for a reader.
+ */
+bool
+weir_state_buf_has_room(StringInfo buf, Size more)
+{
+	return (Size) buf->len + more + 1 < MaxAllocSize;
+}
+
+/* A reader's buffer is full: the state is too large to show in one call. */
+static void
+too_large(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("the state of this pipeline is too large to show"),
+			 errdetail("A state view copies the whole state into one buffer of at most 1 GB."),
+			 errhint("Use weir.pipelines and weir.checkpoints for its size and counts.")));
+}
+
+/*
  * One entry into buf, with no extra bytes yet; returns where its extralen
  * is, for a caller that appends extra bytes after it.
  */
@@ -74,6 +96,10 @@ weir_state_copy_store(const WeirStateView *view, dsa_area *area, WeirStoreRoot *
 			continue;
 		seen++;
 		w = dsa_get_address(area, slots[i] & WEIR_SLOT_PTR_MASK);
+		/* a reader's own buffer: an error here fails only the call */
+		if (!weir_state_buf_has_room(buf, HEADER_BYTES + weir_entry_keylen(w) +
+									 root->state_size))
+			too_large();
 		extralen_at = weir_state_copy_append(buf, weir_entry_key(w), weir_entry_keylen(w),
 											 weir_entry_flags(w), w->start,
 											 root->session ? *weir_entry_end(w) : 0,
@@ -84,6 +110,8 @@ weir_state_copy_store(const WeirStateView *view, dsa_area *area, WeirStoreRoot *
 			uint32		extralen;
 
 			view->copy_extra(area, root, w, buf);
+			if (!weir_state_buf_has_room(buf, 0))
+				too_large();
 			extralen = buf->len - before;
 			memcpy(buf->data + extralen_at, &extralen, sizeof(uint32));
 		}

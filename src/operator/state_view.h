@@ -101,9 +101,11 @@ typedef struct WeirStateView
 	/*
 	 * The image of every entry of a store, by the process whose memory
 	 * holds their state (the worker, with its slot's lock held
-	 * exclusively).  May run the owner's functions (serialising).
+	 * exclusively).  May run the owner's functions (serialising).  False
+	 * when the image would not fit in a buffer (weir_state_buf_has_room):
+	 * buf is then incomplete, and the worker must not fail for it.
 	 */
-	void		(*image) (WeirStore *store, WeirPlan *plan, StringInfo buf);
+	bool		(*image) (WeirStore *store, WeirPlan *plan, StringInfo buf);
 
 	/* The rows of the copies (as the pipeline's owner) */
 	void		(*put) (WeirStateOut *out, WeirStateCopy *copies, int64 n);
@@ -114,6 +116,7 @@ extern const WeirStateView weir_dedup_state_view;
 extern const WeirStateView weir_last_value_state_view;
 extern const WeirStateView weir_join_state_view;
 
+extern bool weir_state_buf_has_room(StringInfo buf, Size more);
 extern int	weir_state_copy_append(StringInfo buf, const char *key, uint32 keylen,
 								   uint32 flags, TimestampTz start, TimestampTz end,
 								   const char *state, uint32 statelen);

@@ -41,9 +41,10 @@ window_state_in_process(WeirPlan *plan)
 
 /*
  * Every window of a store with its states' image (weir_agg_states_image:
- * generic states serialised).  In the process that holds the states.
+ * generic states serialised).  In the process that holds the states; false
+ * if it would exceed a buffer's 1 GB.
  */
-static void
+static bool
 window_image(WeirStore *store, WeirPlan *plan, StringInfo buf)
 {
 	WeirStoreIter iter;
@@ -54,12 +55,15 @@ window_image(WeirStore *store, WeirPlan *plan, StringInfo buf)
 	{
 		bytea	   *image = weir_agg_states_image(plan, weir_entry_states(store->root, w));
 
+		if (!weir_state_buf_has_room(buf, 64 + weir_entry_keylen(w) + VARSIZE(image)))
+			return false;
 		(void) weir_state_copy_append(buf, weir_entry_key(w), weir_entry_keylen(w),
 									  weir_entry_flags(w), w->start,
 									  weir_window_end(store->root, plan, w),
 									  VARDATA(image), VARSIZE(image) - VARHDRSZ);
 		pfree(image);
 	}
+	return true;
 }
 
 /* A generic aggregate's value as text, for weir_in_subtransaction */

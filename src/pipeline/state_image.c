@@ -19,7 +19,9 @@
  * then gets no image (the slot's generation tells).
  *
  * An image could not be made when the area is full (its size limit,
- * max_state_memory and a margin): the reader is told so (image_failed).
+ * max_state_memory and a margin) or when it would exceed 1 GB (a buffer's
+ * limit, which must not fail the worker): the reader is told so
+ * (image_failed).
  *
  * Copyright (c) 2026, weir developers
  *
@@ -58,6 +60,7 @@ weir_state_image_serve(WeirPipelineSlot *slot, dsa_area *area, WeirStore *store,
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	StringInfoData buf;
+	bool		whole = true;
 
 	SpinLockAcquire(&slot->mutex);
 	requested = slot->image_requested;
@@ -86,8 +89,8 @@ weir_state_image_serve(WeirPipelineSlot *slot, dsa_area *area, WeirStore *store,
 	initStringInfo(&buf);
 	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 	if (view && view->image)
-		view->image(store, plan, &buf);
-	if (buf.len > 0)
+		whole = view->image(store, plan, &buf);
+	if (whole && buf.len > 0)
 		image = dsa_allocate_extended(area, buf.len, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
 	if (DsaPointerIsValid(image))
 		memcpy(dsa_get_address(area, image), buf.data, buf.len);
@@ -185,7 +188,7 @@ copy_image(WeirPipelineSlot *slot, uint64 generation, int32 pipeline_id, const c
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("could not copy the live state of pipeline \"%s\": out of memory", name),
-				 errdetail("Its state is held in its worker's memory; an image of it did not fit."),
+				 errdetail("Its state is held in its worker's memory; an image of it did not fit in its state memory or in 1 GB."),
 				 errhint("Read weir.committed_state, or raise max_state_memory with weir.alter_pipeline().")));
 	return copy;
 }

@@ -205,7 +205,14 @@ read_committed(WeirPipelineRow *row, WeirPlan *plan, const WeirStateView *view,
 				 errmsg("checkpoint of pipeline \"%s\" does not fit in its max_state_memory",
 						row->name)));
 	if (view->state_in_process && view->state_in_process(plan))
-		view->image(env.store, plan, buf);
+	{
+		if (!view->image(env.store, plan, buf))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("the committed state of pipeline \"%s\" is too large to show", row->name),
+					 errdetail("A state view copies the whole state into one buffer of at most 1 GB."),
+					 errhint("Use weir.pipelines and weir.checkpoints for its size and counts.")));
+	}
 	else
 		weir_state_copy_store(view, area, env.store->root, buf);
 	dsa_detach(area);
