@@ -234,6 +234,24 @@ SELECT count(*) FROM weir.committed_state('sv_win');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 ALTER TABLE sv.sv_win DISABLE ROW LEVEL SECURITY;
+-- a join's state holds rows its sink never shows: its sink's reader must
+-- also read both topics
+GRANT SELECT ON sv.sv_jn TO sv_reader;
+SET ROLE sv_reader;
+SELECT count(*) FROM weir.committed_state('sv_jn');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+GRANT SELECT ON sv_events TO sv_reader;
+SET ROLE sv_reader;
+SELECT count(*) FROM weir.committed_state('sv_jn');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+GRANT SELECT ON sv_labels TO sv_reader;
+SET ROLE sv_reader;
+SELECT count(*) = (SELECT count(*) FROM sv_jn_oracle(2)) AS join_state_read_in_full
+  FROM weir.committed_state('sv_jn');
+RESET ROLE;
+REVOKE SELECT ON sv_events, sv_labels FROM sv_reader;
 -- a member of the owner reads them all
 GRANT sv_owner TO sv_nobody;
 SET ROLE sv_nobody;

@@ -10,8 +10,10 @@
  * Who may read.  The state is what the sink's rows are made of, so those
  * who may read the whole sink may read it: a caller with SELECT on the
  * sink table, which row level security does not filter for the caller; and
- * members of the pipeline's owner (superusers among them).  A remote sink
- * has no table here: only the owner's members read its state.  What is
+ * members of the pipeline's owner (superusers among them).  A join's
+ * readers of the sink must also read both its topics (its state holds rows
+ * the sink never shows).  A remote sink has no table here: only the
+ * owner's members read its state.  What is
  * evaluated to show the state (key output functions, aggregate final
  * functions, deserialisation) runs as the pipeline's owner, restricted,
  * with search_path pg_catalog, pg_temp (act_as.c), whoever calls.
@@ -62,6 +64,36 @@
 #include "pipeline/state_image.h"
 
 /*
+ * A join's state is both sides' buffered rows, most of which never reach
+ * the sink (rows without a partner, in an inner join): a reader of the sink
+ * who is not a member of the owner must also be able to read every row of
+ * both topics.
+ */
+static void
+check_may_read_join_sides(WeirPipelineRow *row, Oid user, const char *sink)
+{
+	Oid			sides[2] = {row->source, row->right_source};
+
+	for (int i = 0; i < 2; i++)
+	{
+		char	   *topic;
+
+		if (pg_class_aclcheck(sides[i], user, ACL_SELECT) == ACLCHECK_OK &&
+			check_enable_rls(sides[i], InvalidOid, true) != RLS_ENABLED)
+			continue;
+		topic = quote_qualified_identifier(get_namespace_name(get_rel_namespace(sides[i])),
+										   get_rel_name(sides[i]));
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read the state of pipeline \"%s\"", row->name),
+				 errdetail("The state of a join holds rows of both its topics that its sink %s may never show: its readers must also read every row of topic %s.",
+						   sink, topic),
+				 errhint("Ask for SELECT on %s (with no row level security applying to you), or for membership in role \"%s\".",
+						 topic, GetUserNameFromId(row->owner, false))));
+	}
+}
+
+/*
  * Whether the caller may read the pipeline's state: a member of its owner,
  * or (a sink table) one who may read every row of the sink.
  */
@@ -80,11 +112,15 @@ check_may_read(WeirPipelineRow *row)
 				 errdetail("Its sink is remote: only members of its owner may read its state."),
 				 errhint("Ask for membership in role \"%s\".",
 						 GetUserNameFromId(row->owner, false))));
-	if (pg_class_aclcheck(row->sink, user, ACL_SELECT) == ACLCHECK_OK &&
-		check_enable_rls(row->sink, InvalidOid, true) != RLS_ENABLED)
-		return;
 	sink = quote_qualified_identifier(get_namespace_name(get_rel_namespace(row->sink)),
 									  get_rel_name(row->sink));
+	if (pg_class_aclcheck(row->sink, user, ACL_SELECT) == ACLCHECK_OK &&
+		check_enable_rls(row->sink, InvalidOid, true) != RLS_ENABLED)
+	{
+		if (OidIsValid(row->right_source))
+			check_may_read_join_sides(row, user, sink);
+		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to read the state of pipeline \"%s\"", row->name),
