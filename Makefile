@@ -30,12 +30,14 @@ OBJS = \
 	src/state/store.o \
 	src/state/window.o \
 	src/catalog_sql/catalog_pipeline.o \
+	src/catalog_sql/catalog_counters.o \
 	src/pipeline/pipeline.o \
 	src/pipeline/checkpoint_request.o \
 	src/pipeline/worker.o \
 	src/pipeline/checkpoint.o \
 	src/checkpoint/checkpoint_apply.o \
 	src/checkpoint/checkpoint_package.o \
+	src/checkpoint/checkpoint_counters.o \
 	src/sink/sink_table.o \
 	src/sink/sink_sql.o \
 	src/sink/remote_link.o \
