@@ -550,6 +550,7 @@ run(WeirWorker *w)
 		bool		in_flight;
 		TimestampTz checkpoint_started = 0;
 		WeirCheckpointResult res;	/* of a checkpoint written here */
+		bool		applied = false;	/* here, and the pipeline still there */
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -651,7 +652,7 @@ run(WeirWorker *w)
 				weir_writer_send(w->writer, &pkg);
 			else
 			{
-				(void) weir_checkpoint_apply(w->target, pkg.buf.data, pkg.buf.len, &res);
+				applied = weir_checkpoint_apply(w->target, pkg.buf.data, pkg.buf.len, &res);
 				weir_checkpoint_committed(w, &res);
 			}
 			pfree(pkg.buf.data);
@@ -660,7 +661,8 @@ run(WeirWorker *w)
 		if (checkpoint && w->writer == NULL)
 		{
 			weir_sink_committed(w->target->sink);
-			weir_counters_committed(w->slot, &res.counters);
+			if (applied)
+				weir_counters_committed(w->slot, &res.counters);
 		}
 		if (checkpoint)
 		{
