@@ -30,12 +30,14 @@ OBJS = \
 	src/state/store.o \
 	src/state/window.o \
 	src/catalog_sql/catalog_pipeline.o \
+	src/catalog_sql/catalog_counters.o \
 	src/pipeline/pipeline.o \
 	src/pipeline/checkpoint_request.o \
 	src/pipeline/worker.o \
 	src/pipeline/checkpoint.o \
 	src/checkpoint/checkpoint_apply.o \
 	src/checkpoint/checkpoint_package.o \
+	src/checkpoint/checkpoint_counters.o \
 	src/sink/sink_table.o \
 	src/sink/sink_sql.o \
 	src/sink/remote_link.o \
@@ -94,7 +96,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 # remote sinks speak libpq (src/sink/remote_link.c), as postgres_fdw does
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic checkpoint_summary state_views remote_sink security poison reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic checkpoint_summary state_views remote_sink security poison pipeline_counters reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

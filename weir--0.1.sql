@@ -448,6 +448,27 @@ COMMENT ON VIEW weir.checkpoint_summary IS
 	'per pipeline, the last hour of checkpoints: median, 95th percentile and maximum of each phase (start delay, alignment, synchronous, asynchronous, total), bytes, sink rows and records read';
 GRANT SELECT ON weir.checkpoint_summary TO PUBLIC;
 
+-- A pipeline's counters as of its last checkpoint, written in the
+-- checkpoint's own transaction (src/catalog_sql/catalog_counters.c), so
+-- they commit or roll back with it: each counts exactly the records whose
+-- effects that checkpoint holds.  A worker that starts (after a stop, an
+-- error or a crash) takes them up, and counts from there what it reads
+-- after the checkpoint's positions: records read again after a crash are
+-- counted once.  weir.pipelines shows the live counters of a running
+-- pipeline, these of a stopped one.
+CREATE TABLE weir.pipeline_counters (
+	pipeline_id		integer PRIMARY KEY REFERENCES weir.pipeline ON DELETE CASCADE,
+	checkpoint_id	bigint NOT NULL,		-- the checkpoint they are as of
+	records_in		bigint NOT NULL,		-- records read
+	records_out		bigint NOT NULL,		-- sink rows written (inserted or upserted)
+	records_late	bigint NOT NULL,		-- records too late for state
+	records_dead	bigint NOT NULL,		-- dead letters, both kinds below
+	dead_at_write	bigint NOT NULL,		-- of those: rows a sink or the late-records
+											-- table refused when the checkpoint wrote them
+	records_dropped	bigint NOT NULL,		-- duplicates (dedup)
+	updated_at		timestamptz NOT NULL
+);
+
 CREATE TABLE weir.restores (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
 	checkpoint_id	bigint NOT NULL,
@@ -473,7 +494,7 @@ CREATE TABLE weir.dead_letters (
 );
 
 GRANT SELECT ON weir.pipeline, weir.pipeline_position, weir.checkpoints,
-	weir.restores, weir.topic_watermark TO PUBLIC;
+	weir.restores, weir.topic_watermark, weir.pipeline_counters TO PUBLIC;
 
 -- Records a pipeline moves past, each a dead letter when the pipeline reads
 -- it: asked by the owner (weir.skip), or found by the worker (a generic
@@ -753,10 +774,14 @@ CREATE VIEW weir.pipelines AS
 			  FROM weir.pipeline_position pp WHERE pp.pipeline_id = p.id) AS positions,
 		   s.lag_rows,
 		   s.watermark,
-		   s.records_in, s.records_out, s.records_late, s.records_dead,
+		   -- cumulative: live while a worker runs, as of the last checkpoint when none does
+		   coalesce(s.records_in, pc.records_in) AS records_in,
+		   coalesce(s.records_out, pc.records_out) AS records_out,
+		   coalesce(s.records_late, pc.records_late) AS records_late,
+		   coalesce(s.records_dead, pc.records_dead) AS records_dead,
 		   s.windows, s.state_bytes,
 		   p.operator,
-		   s.records_dropped,
+		   coalesce(s.records_dropped, pc.records_dropped) AS records_dropped,
 		   CASE p.operator
 				WHEN 'dedup' THEN
 					CASE WHEN p.horizon IS NULL THEN 'none: every key is kept forever'
@@ -801,7 +826,8 @@ CREATE VIEW weir.pipelines AS
 			  FROM weir.remote_sinks r WHERE r.pipeline = p.name) AS remote_sink
 	  FROM weir.pipeline p
 	  JOIN pg_catalog.pg_class d ON d.oid = p.definition
-	  LEFT JOIN weir._pipeline_state() s ON s.pipeline_id = p.id;
+	  LEFT JOIN weir._pipeline_state() s ON s.pipeline_id = p.id
+	  LEFT JOIN weir.pipeline_counters pc ON pc.pipeline_id = p.id;
 COMMENT ON VIEW weir.pipelines IS
 	'one row per pipeline: status, worker, positions, lag, watermark, record counts, state size, last checkpoint, last error, and (a remote sink) where it writes and a commit there being retried';
 GRANT SELECT ON weir.pipelines TO PUBLIC;

@@ -121,6 +121,7 @@ weir_shmem_startup(void)
 			pg_atomic_init_u64(&p->records_out, 0);
 			pg_atomic_init_u64(&p->records_late, 0);
 			pg_atomic_init_u64(&p->records_dead, 0);
+			pg_atomic_init_u64(&p->dead_at_write, 0);
 			pg_atomic_init_u32(&p->readers_waiting, 0);
 			pg_atomic_init_u64(&p->records_dropped, 0);
 			p->watermark_holder = -1;
@@ -281,6 +282,7 @@ weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid)
 		pg_atomic_write_u64(&found->records_out, 0);
 		pg_atomic_write_u64(&found->records_late, 0);
 		pg_atomic_write_u64(&found->records_dead, 0);
+		pg_atomic_write_u64(&found->dead_at_write, 0);
 		pg_atomic_write_u32(&found->readers_waiting, 0);
 		pg_atomic_write_u64(&found->records_dropped, 0);
 	}
@@ -298,6 +300,8 @@ weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid)
 			found->image_readers = 0;
 			found->pid = MyProcPid;
 			found->latch = &MyProc->procLatch;
+			/* until its worker restores them, the view shows the committed ones */
+			found->counters_restored = false;
 		}
 		SpinLockRelease(&found->mutex);
 		if (*holder_pid != 0)

@@ -180,11 +180,23 @@ typedef struct WeirPipelineSlot
 	int64		windows;		/* open windows */
 	int64		state_bytes;	/* bytes */
 	int64		lag_rows;		/* positions behind the stable positions */
-	pg_atomic_uint64 records_in;
-	pg_atomic_uint64 records_out;	/* sink rows written */
-	pg_atomic_uint64 records_late;
-	pg_atomic_uint64 records_dead;
-	pg_atomic_uint64 records_dropped;	/* duplicates (dedup) */
+	/*
+	 * Counters, cumulative across restarts: a starting worker sets them to
+	 * its last checkpoint's (weir.pipeline_counters), the worker bumps the
+	 * first four as it reads, and the two that checkpoints write are set
+	 * to their committed values after each commit (checkpoint_apply.c).
+	 */
+	pg_atomic_uint64 records_in;	/* records read (worker) */
+	pg_atomic_uint64 records_late;	/* (worker) */
+	pg_atomic_uint64 records_dead;	/* dead letters the worker found */
+	pg_atomic_uint64 records_dropped;	/* duplicates (dedup; worker) */
+	pg_atomic_uint64 records_out;	/* sink rows committed */
+	pg_atomic_uint64 dead_at_write; /* rows a sink or the late-records
+									 * table refused, committed as dead
+									 * letters */
+	bool		counters_restored;	/* the worker holding the slot has set
+									 * the counters from its checkpoint
+									 * (under mutex) */
 	/* why the watermark does not move, under mutex */
 	int32		watermark_holder;	/* partition holding it back; -1: none */
 	Oid			holder_source;	/* the topic of that partition */

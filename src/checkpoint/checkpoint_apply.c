@@ -9,7 +9,10 @@
  * (checkpoint_writer.c), as the pipeline's owner: the sink is written with
  * the owner's rights (sink_ops.h), weir's catalog through catalog*.c.  A
  * write of rows that fails is retried row by row, and the rows that still
- * fail become dead letters (sink_guard.c).
+ * fail become dead letters (sink_guard.c).  The rows written and refused
+ * are counted here, into the pipeline's counters row the transaction
+ * writes last (checkpoint_counters.c), so a checkpoint that rolls back
+ * counts nothing.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -26,6 +29,7 @@
 
 #include "base/clock.h"
 #include "catalog_sql/catalog_chunk.h"
+#include "catalog_sql/catalog_counters.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_package.h"
 #include "definition/write_target.h"
@@ -55,7 +59,6 @@ guarded_sink_rows(void *arg, WeirColumn *cols)
 	WeirSink   *sink = g->target->sink;
 
 	sink->ops->write(sink, cols, g->ncols, g->upsert);
-	pg_atomic_fetch_add_u64(&g->target->slot->records_out, cols[0].n);
 }
 
 static void
@@ -65,7 +68,6 @@ guarded_sink_rows_keeping(void *arg, WeirColumn *cols)
 	WeirSink   *sink = g->target->sink;
 
 	sink->ops->write_keeping(sink, cols, g->ncols);
-	pg_atomic_fetch_add_u64(&g->target->slot->records_out, cols[0].n);
 }
 
 static void
@@ -144,7 +146,6 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 					  WeirCheckpointResult *res)
 {
 	WeirPipelineRow *row = &target->row;
-	pg_atomic_uint64 *records_dead = &target->slot->records_dead;
 	WeirPackageReader r;
 	const WeirPackageHeader *h = weir_package_read_begin(&r, data, len);
 	const WeirPackageOp *op;
@@ -152,6 +153,8 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 	WeirColumn *cols = palloc(sizeof(WeirColumn) * maxcols);
 	List	   *chunks;
 	int64		state_deletes = 0;
+	int64		rows_written = 0;	/* sink rows inserted or upserted */
+	int64		dead_at_write = 0;	/* rows refused: dead letters */
 	TimestampTz written;
 
 	memset(res, 0, sizeof(*res));
@@ -175,8 +178,8 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 					GuardedWrite g = {target, op->ncols, false, 0, InvalidOid};
 					WeirGuardTarget t = sink_guard(target->sink);
 
-					weir_guarded_write(row, records_dead, cols, op->ncols,
-									   guarded_sink_deletes, &g, &t);
+					dead_at_write += weir_guarded_write(row, cols, op->ncols,
+														guarded_sink_deletes, &g, &t);
 					break;
 				}
 			case WEIR_PKG_SINK_INSERT:
@@ -185,18 +188,22 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 					GuardedWrite g = {target, op->ncols, op->kind == WEIR_PKG_SINK_UPSERT, 0,
 					InvalidOid};
 					WeirGuardTarget t = sink_guard(target->sink);
+					int			dead = weir_guarded_write(row, cols, op->ncols,
+														  guarded_sink_rows, &g, &t);
 
-					weir_guarded_write(row, records_dead, cols, op->ncols,
-									   guarded_sink_rows, &g, &t);
+					rows_written += cols[0].n - dead;
+					dead_at_write += dead;
 					break;
 				}
 			case WEIR_PKG_SINK_UPSERT_KEEPING:
 				{
 					GuardedWrite g = {target, op->ncols, true, 0, InvalidOid};
 					WeirGuardTarget t = sink_guard(target->sink);
+					int			dead = weir_guarded_write(row, cols, op->ncols,
+														  guarded_sink_rows_keeping, &g, &t);
 
-					weir_guarded_write(row, records_dead, cols, op->ncols,
-									   guarded_sink_rows_keeping, &g, &t);
+					rows_written += cols[0].n - dead;
+					dead_at_write += dead;
 					break;
 				}
 			case WEIR_PKG_CHUNKS:
@@ -230,7 +237,7 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 
 					t.what = psprintf("late-records table \"%s\"",
 									  get_rel_name(row->late_records));
-					weir_guarded_write(row, records_dead, cols, 2, guarded_late, &g, &t);
+					dead_at_write += weir_guarded_write(row, cols, 2, guarded_late, &g, &t);
 					break;
 				}
 			default:
@@ -246,6 +253,9 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 								  ms_since(h->synced, written), h->bytes,
 								  h->sink_rows, h->state_rows, state_deletes,
 								  h->records_since);
+	/* the counters commit with the checkpoint, or not at all */
+	weir_catalog_write_counters(row->id, h->checkpoint_id, &h->counters,
+								rows_written, dead_at_write, &res->counters);
 	/* the last thing before the commit: a remote sink prepares here */
 	weir_sink_prepare(target->sink);
 	res->checkpoint_id = h->checkpoint_id;

@@ -16,6 +16,7 @@
 
 #include "base/shmem.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "checkpoint/checkpoint_counters.h"
 #include "definition/definition.h"
 #include "sink/sink_ops.h"
 
@@ -43,6 +44,7 @@ typedef struct WeirCheckpointResult
 	int64		sink_rows;
 	double		write_us;		/* from the end of the sync phase to the commit */
 	int64		deleted_bytes[WEIR_CHECKPOINT_SPACES];	/* chunks that expired */
+	WeirCounters counters;		/* as committed (weir.pipeline_counters) */
 } WeirCheckpointResult;
 
 extern bool weir_checkpoint_pipeline_exists(const WeirPipelineRow *row);

@@ -18,6 +18,7 @@
 #include "nodes/pg_list.h"
 
 #include "base/columns.h"
+#include "checkpoint/checkpoint_counters.h"
 
 /* The writes of a checkpoint, in the order they are done */
 typedef enum WeirPackageOpKind
@@ -47,6 +48,10 @@ typedef struct WeirPackageHeader
 	TimestampTz published;		/* for readers of its topic sink
 								 * (topic_watermark.c); DT_NOBEGIN: none */
 	int64		records_since;	/* records in since the previous one */
+	WeirCounters counters;		/* the worker's, since the pipeline was
+								 * created, at the batch boundary where it
+								 * was collected (records_out and
+								 * dead_at_write: 0, the writes count them) */
 	int64		bytes;			/* state bytes written */
 	int64		sink_rows;
 	int64		state_rows;

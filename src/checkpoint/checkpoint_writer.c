@@ -64,6 +64,7 @@
 #include "base/transaction.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_apply.h"
+#include "checkpoint/checkpoint_counters.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "definition/pipeline_plan.h"
 #include "sink/sink_open.h"
@@ -401,7 +402,10 @@ writer_write(const char *data, Size len)
 	weir_transaction_end();
 	MemoryContextSwitchTo(writer_cxt);
 	if (written)
+	{
 		weir_sink_committed(writer->sink);
+		weir_counters_committed(writer->slot, &res.counters);
+	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	if (!written)
 	{

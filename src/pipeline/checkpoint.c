@@ -46,8 +46,10 @@
 #include "base/columns.h"
 #include "base/dead_letter.h"
 #include "base/transaction.h"
+#include "catalog_sql/catalog_counters.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "checkpoint/checkpoint_apply.h"
+#include "checkpoint/checkpoint_counters.h"
 #include "checkpoint/checkpoint_package.h"
 #include "pipeline/checkpoint.h"
 
@@ -158,6 +160,8 @@ weir_checkpoint_collect(WeirWorker *w, TimestampTz due, int64 served, WeirPackag
 	h->sink_rows = n.sink_rows;
 	h->state_rows = n.state_rows;
 	h->served = served;
+	/* after the operator's collect: the dead letters of rows it computed count */
+	weir_counters_of_worker(w->slot, &h->counters);
 	w->records_since = 0;
 	h->synced = weir_clock_now();
 }
@@ -188,11 +192,22 @@ weir_checkpoint_restore(WeirWorker *w)
 	bool		owes_rows;
 	TimestampTz watermark;
 	double		ms;
+	WeirCounters counters;
+	int64		counted_at;
 
 	weir_transaction_begin();
 	MemoryContextSwitchTo(w->in.cxt);
 	weir_catalog_load_positions(w->in.row.id, w->in.partitions, w->in.pos, w->in.max_event_time);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->in.row.id, &watermark);
+	/* written by the same transactions as the checkpoints: the same one */
+	counted_at = weir_catalog_load_counters(w->in.row.id, &counters);
+	if (counted_at != w->checkpoint_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("counters of pipeline \"%s\" are as of checkpoint " INT64_FORMAT ", not its last checkpoint " INT64_FORMAT,
+						w->in.row.name, counted_at, w->checkpoint_id),
+				 errdetail("weir.pipeline_counters is written in the transaction of each checkpoint."),
+				 errhint("Drop and create the pipeline again.")));
 	w->watermark = watermark;
 	w->watermark_published = watermark;
 	/* without the slot's lock: readers find the store once restored (worker.c) */
@@ -208,6 +223,8 @@ weir_checkpoint_restore(WeirWorker *w)
 	w->slot->checkpoint_id = w->checkpoint_id;
 	w->slot->watermark = w->watermark;
 	SpinLockRelease(&w->slot->mutex);
+	/* what the worker reads from here on counts from the checkpoint's counts */
+	weir_counters_restore(w->slot, &counters);
 	ereport(LOG,
 			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " %s, " INT64_FORMAT " bytes",
 					w->in.row.name, w->checkpoint_id, ms, entries,

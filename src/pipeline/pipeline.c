@@ -739,6 +739,7 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		TimestampTz holder_moved_at;
 		TimestampTz latest_data_at;
 		bool		has_idle_timeout;
+		bool		counters_restored;
 
 		SpinLockAcquire(&p->mutex);
 		id = p->dboid == MyDatabaseId ? p->pipeline_id : 0;
@@ -759,6 +760,7 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		holder_moved_at = p->holder_moved_at;
 		latest_data_at = p->latest_data_at;
 		has_idle_timeout = p->has_idle_timeout;
+		counters_restored = p->counters_restored;
 		SpinLockRelease(&p->mutex);
 		if (id == 0 || pid == 0)
 			continue;
@@ -778,8 +780,12 @@ weir_pipeline_state(PG_FUNCTION_ARGS)
 		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_in));
 		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_out));
 		values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_late));
-		values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dead));
+		values[11] = Int64GetDatum((int64) (pg_atomic_read_u64(&p->records_dead) +
+											pg_atomic_read_u64(&p->dead_at_write)));
 		values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&p->records_dropped));
+		/* not yet restored: weir.pipelines shows the committed counters */
+		for (int c = 8; c <= 12; c++)
+			nulls[c] = !counters_restored;
 		values[14] = Int32GetDatum(writer_pid);
 		nulls[14] = writer_pid == 0;
 		values[15] = Int32GetDatum(reader_pid);

@@ -61,6 +61,7 @@
 #include "base/transaction.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "checkpoint/checkpoint_counters.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "definition/aggregate.h"
 #include "definition/definition.h"
@@ -551,6 +552,8 @@ run(WeirWorker *w)
 		bool		checkpoint;
 		bool		in_flight;
 		TimestampTz checkpoint_started = 0;
+		WeirCheckpointResult res;	/* of a checkpoint written here */
+		bool		applied = false;	/* here, and the pipeline still there */
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -654,16 +657,18 @@ run(WeirWorker *w)
 				weir_writer_send(w->writer, &pkg);
 			else
 			{
-				WeirCheckpointResult res;
-
-				(void) weir_checkpoint_apply(w->target, pkg.buf.data, pkg.buf.len, &res);
+				applied = weir_checkpoint_apply(w->target, pkg.buf.data, pkg.buf.len, &res);
 				weir_checkpoint_committed(w, &res);
 			}
 			pfree(pkg.buf.data);
 		}
 		weir_transaction_end();
 		if (checkpoint && w->writer == NULL)
+		{
 			weir_sink_committed(w->target->sink);
+			if (applied)
+				weir_counters_committed(w->slot, &res.counters);
+		}
 		if (checkpoint)
 		{
 			/* what expired while waiting for this checkpoint goes now */

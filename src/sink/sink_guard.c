@@ -96,10 +96,17 @@ row_json(WeirColumn *cols, int ncols, const char *const *names, int i)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
-void
-weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
-				   WeirColumn *cols, int ncols, WeirGuardedWrite write, void *arg,
-				   const WeirGuardTarget *target)
+/*
+ * Write the rows of cols through write(arg, ...), in the current
+ * transaction; rows refused for their data become dead letters of
+ * target->relid.  Returns how many did: the caller counts them, and the
+ * rows written, only into what commits with the checkpoint
+ * (weir.pipeline_counters), never into shared counters directly, since the
+ * transaction may yet roll back.
+ */
+int
+weir_guarded_write(const WeirPipelineRow *row, WeirColumn *cols, int ncols,
+				   WeirGuardedWrite write, void *arg, const WeirGuardTarget *target)
 {
 	int			n = cols[0].n;
 	WeirColumn *one;
@@ -107,7 +114,7 @@ weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
 	char	   *message;
 
 	if (n == 0 || try_write(write, arg, cols, &message))
-		return;
+		return 0;
 	/*
 	 * A table changed under the round (a NOT NULL column added, say) fails
 	 * every row: that is the table's fault, not theirs.  The failed write
@@ -146,7 +153,6 @@ weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
 		}
 		weir_column_add(&dead[2], CStringGetTextDatum(psprintf("%s: %s", target->what, message)),
 						false);
-		pg_atomic_fetch_add_u64(records_dead, 1);
 	}
 	if (dead[0].n > 0)
 	{
@@ -158,4 +164,5 @@ weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
 				(errmsg("weir pipeline \"%s\": %d of %d rows could not be written to %s; they are in weir.dead_letters",
 						row->name, dead[0].n, n, target->what)));
 	}
+	return dead[0].n;
 }

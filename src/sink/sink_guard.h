@@ -14,8 +14,6 @@
 #ifndef WEIR_SINK_GUARD_H
 #define WEIR_SINK_GUARD_H
 
-#include "port/atomics.h"
-
 #include "base/columns.h"
 #include "catalog_sql/catalog_pipeline.h"
 
@@ -36,8 +34,8 @@ typedef struct WeirGuardTarget
 	void		(*recheck) (void *arg);
 } WeirGuardTarget;
 
-extern void weir_guarded_write(const WeirPipelineRow *row, pg_atomic_uint64 *records_dead,
-							   WeirColumn *cols, int ncols, WeirGuardedWrite write,
-							   void *arg, const WeirGuardTarget *target);
+extern int	weir_guarded_write(const WeirPipelineRow *row, WeirColumn *cols, int ncols,
+							   WeirGuardedWrite write, void *arg,
+							   const WeirGuardTarget *target);
 
 #endif							/* WEIR_SINK_GUARD_H */

@@ -619,8 +619,8 @@ SELECT $cols FROM $oracle $except SELECT $cols FROM $sink ORDER BY $a{order} LIM
 
 # A pipeline's own account after a crash test: it runs, nothing was late
 # or dead, no error, and it restored a checkpoint at its start and after
-# each crash.  Returns its row of weir.pipelines (counters since the
-# worker last started) for more checks.
+# each crash.  Returns its row of weir.pipelines (counters cumulative
+# across restarts and crashes) for more checks.
 sub check_pipeline_account
 {
 	my ($node, $p, $ncrashes) = @_;
