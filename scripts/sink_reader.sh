@@ -83,11 +83,15 @@ on() {
 		-v position_table="$POSITION_TABLE" -v batch="$BATCH" "$@"
 }
 
+# (readers of other pipelines may create it at the same moment: one at a time)
 on "$TARGET" <<'SQL'
+BEGIN;
+SELECT pg_advisory_xact_lock(hashtext('weir sink_reader ' || :'position_table'));
 SELECT format('CREATE TABLE IF NOT EXISTS %I (pipeline text PRIMARY KEY, checkpoint_id bigint NOT NULL)',
               :'position_table') \gexec
 SELECT format('INSERT INTO %I VALUES (%L, 0) ON CONFLICT (pipeline) DO NOTHING',
               :'position_table', :'pipeline') \gexec
+COMMIT;
 SQL
 
 # The transaction that applies a batch: part one, then the batch's rows as
