@@ -256,6 +256,35 @@ SELECT * FROM oracle_diff('copy_last', 'SELECT * FROM r');
 SELECT * FROM oracle_diff('(SELECT id, grp, amount, ts FROM r_last) s', 'SELECT * FROM r');
 
 SELECT weir.drop_pipeline('r_hourly');
+
+-- an update that left a column alone (unchanged_columns, as a capture writes
+-- for a large value): the row keeps the sink's value and takes the
+-- checkpoint's id (the upsert of kept columns)
+ALTER TABLE r DISABLE TRIGGER r_capture;
+UPDATE r SET grp = grp + 100 WHERE id = (SELECT max(id) FROM r WHERE id < 1000);
+ALTER TABLE r ENABLE TRIGGER r_capture;
+INSERT INTO ct_r (part, change_op, commit_time, unchanged_columns, id, grp, ts)
+SELECT (hashint4(id) & 2147483647) % 3, 'U', clock_timestamp(), '{amount}', id, grp, ts
+  FROM r WHERE grp >= 100;
+SELECT weir.checkpoint('r_last') AS kept_at \gset
+SELECT l.ck = :kept_at AS has_the_checkpoint, l.amount = r.amount AS kept_amount
+  FROM r_last l JOIN r USING (id) WHERE r.grp >= 100;
+CALL read_changes('r_last', 'copy_last', '{id}', 5);
+SELECT * FROM oracle_diff('copy_last', 'SELECT * FROM r');
+
+-- a projection: every row it writes carries its checkpoint, nothing is deleted
+SELECT weir.create_projection('r_proj', 'ct_r', columns => 'id, change_op',
+                              checkpoint_column => 'ck') > 0 AS created;
+INSERT INTO r VALUES (2001, 1, 1, '2026-01-01 00:00+00'), (2002, 2, 2, '2026-01-01 00:00+00');
+DELETE FROM r WHERE id = 2001;
+SELECT weir.checkpoint('r_proj') > 0 AS checkpointed;
+SELECT count(*) > 0 AS changes, bool_and(change = 'upsert') AS only_upserts,
+       count(*) = (SELECT count(*) FROM r_proj) AS all_rows,
+       NOT EXISTS (SELECT FROM r_proj WHERE ck IS NULL) AS every_row_has_one
+  FROM weir.sink_changes('r_proj', 0);
+SELECT weir.drop_pipeline('r_proj');
+DROP TABLE r_proj;
+
 SELECT weir.drop_pipeline('r_last');
 SELECT count(*) AS deletes_left FROM weir.sink_deletes;
 DROP PROCEDURE read_changes;
