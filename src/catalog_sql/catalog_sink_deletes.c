@@ -37,27 +37,6 @@
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_sink_deletes.h"
 
-/* A read in the snapshot of the caller's statement (read_only SPI) */
-static void
-exec_read_only(const char *sql, int nargs, Oid *types, Datum *values)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile int rc = 0;
-
-	PG_TRY();
-	{
-		rc = SPI_execute_with_args(sql, nargs, types, values, NULL, true, 0);
-	}
-	PG_CATCH();
-	{
-		weir_catalog_rethrow_without_sql(cxt);
-	}
-	PG_END_TRY();
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "weir's catalog statement returned %s, not SPI_OK_SELECT",
-			 SPI_result_code_string(rc));
-}
-
 /*
  * The keys (jsonb) of the sink rows checkpoint `checkpoint_id` deleted, at
  * `at` (weir's clock).  In the checkpoint's transaction.
@@ -118,8 +97,8 @@ weir_catalog_sink_deletes_trimmed(int32 pipeline_id)
 	bool		isnull;
 
 	weir_catalog_privileged_begin(&p);
-	exec_read_only("SELECT through FROM weir.sink_deletes_trimmed WHERE pipeline_id = $1",
-				   1, &type, &value);
+	weir_catalog_exec_read_only("SELECT through FROM weir.sink_deletes_trimmed WHERE pipeline_id = $1",
+								1, &type, &value);
 	if (SPI_processed == 1)
 		through = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 											  1, &isnull));
@@ -144,10 +123,10 @@ weir_catalog_sink_deletes_bound(int32 pipeline_id, int64 after, int max_rows)
 	values[1] = Int64GetDatum(after);
 	values[2] = Int32GetDatum(max_rows - 1);
 	weir_catalog_privileged_begin(&p);
-	exec_read_only("SELECT checkpoint_id FROM weir.sink_deletes "
-				   "WHERE pipeline_id = $1 AND checkpoint_id > $2 "
-				   "ORDER BY checkpoint_id OFFSET $3 LIMIT 1",
-				   3, types, values);
+	weir_catalog_exec_read_only("SELECT checkpoint_id FROM weir.sink_deletes "
+								"WHERE pipeline_id = $1 AND checkpoint_id > $2 "
+								"ORDER BY checkpoint_id OFFSET $3 LIMIT 1",
+								3, types, values);
 	if (SPI_processed == 1)
 		bound = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 											1, &isnull));
@@ -174,10 +153,10 @@ weir_catalog_sink_deletes_read(int32 pipeline_id, int64 after, int64 upto,
 	values[1] = Int64GetDatum(after);
 	values[2] = Int64GetDatum(upto);
 	weir_catalog_privileged_begin(&p);
-	exec_read_only("SELECT checkpoint_id, key FROM weir.sink_deletes "
-				   "WHERE pipeline_id = $1 AND checkpoint_id > $2 AND checkpoint_id <= $3 "
-				   "ORDER BY checkpoint_id",
-				   3, types, values);
+	weir_catalog_exec_read_only("SELECT checkpoint_id, key FROM weir.sink_deletes "
+								"WHERE pipeline_id = $1 AND checkpoint_id > $2 AND checkpoint_id <= $3 "
+								"ORDER BY checkpoint_id",
+								3, types, values);
 	n = (int) SPI_processed;
 	*checkpoints = SPI_palloc(sizeof(int64) * Max(n, 1));
 	*keys = SPI_palloc(sizeof(Datum) * Max(n, 1));

@@ -60,19 +60,12 @@ typedef struct SinkRows
 	Datum	   *records;		/* jsonb */
 } SinkRows;
 
-/* Run a read of the sink, as the caller, in the caller's snapshot. */
-static void
-read_sink(const char *sql, int nargs, Oid *types, Datum *values)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, NULL, true, 0);
-
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading the sink returned %s", SPI_result_code_string(rc));
-}
-
 /*
- * The checkpoint of the sink's max_rows-th row after `after`, or
- * WEIR_NO_CHECKPOINT_BOUND; then its rows up to `upto`, whichever is less.
+ * The sink's rows after `after` (in the caller's snapshot, as the caller):
+ * those of the checkpoints up to the first at which they reach max_rows,
+ * and not past `deletes_bound` (where the deletes reach it).  Returns the
+ * last checkpoint included (WEIR_NO_CHECKPOINT_BOUND: all); the rows go to
+ * *rows, in checkpoint order, in the caller's memory context.
  */
 static int64
 sink_rows(const char *table, const char *column, int64 after, int max_rows,
@@ -81,26 +74,27 @@ sink_rows(const char *table, const char *column, int64 after, int max_rows,
 	Oid			types[2] = {INT8OID, INT4OID};
 	Datum		values[2];
 	int64		upto = deletes_bound;
+	char	   *sql;
 	bool		isnull;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	values[0] = Int64GetDatum(after);
 	values[1] = Int32GetDatum(max_rows - 1);
-	read_sink(psprintf("SELECT %s FROM %s WHERE %s OPERATOR(pg_catalog.>) $1 "
-					   "ORDER BY %s OFFSET $2 LIMIT 1",
-					   column, table, column, column),
-			  2, types, values);
+	sql = psprintf("SELECT %s FROM %s WHERE %s OPERATOR(pg_catalog.>) $1 "
+				   "ORDER BY %s OFFSET $2 LIMIT 1",
+				   column, table, column, column);
+	weir_catalog_exec_read_only(sql, 2, types, values);
 	if (SPI_processed == 1)
 		upto = Min(upto, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 													 SPI_tuptable->tupdesc, 1, &isnull)));
 	types[1] = INT8OID;
 	values[1] = Int64GetDatum(upto);
-	read_sink(psprintf("SELECT s.%s, pg_catalog.to_jsonb(s) FROM %s s "
-					   "WHERE s.%s OPERATOR(pg_catalog.>) $1 AND s.%s OPERATOR(pg_catalog.<=) $2 "
-					   "ORDER BY s.%s",
-					   column, table, column, column, column),
-			  2, types, values);
+	sql = psprintf("SELECT s.%s, pg_catalog.to_jsonb(s) FROM %s s "
+				   "WHERE s.%s OPERATOR(pg_catalog.>) $1 AND s.%s OPERATOR(pg_catalog.<=) $2 "
+				   "ORDER BY s.%s",
+				   column, table, column, column, column);
+	weir_catalog_exec_read_only(sql, 2, types, values);
 	rows->n = (int) SPI_processed;
 	rows->checkpoints = SPI_palloc(sizeof(int64) * Max(rows->n, 1));
 	rows->records = SPI_palloc(sizeof(Datum) * Max(rows->n, 1));

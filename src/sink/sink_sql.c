@@ -162,7 +162,8 @@ weir_sink_sql_keeping(WeirPlan *plan, const WeirSinkSqlTarget *t)
 	}
 	if (t->checkpoint_column)
 	{
-		appendStringInfo(&sql, ", %s = %s", t->checkpoint_column, t->checkpoint_param);
+		appendStringInfo(&sql, "%s%s = %s", first ? "" : ", ", t->checkpoint_column,
+						 t->checkpoint_param);
 		appendStringInfo(&cols, ", %s", t->checkpoint_column);
 		appendStringInfo(&dcols, ", %s", t->checkpoint_param);
 	}
