@@ -9,6 +9,13 @@
  * checkpoint writer), in the checkpoint's transaction, as the pipeline's
  * owner (the current user).
  *
+ * A pipeline with a checkpoint column (row->checkpoint_column) has every
+ * row it inserts or updates carry sink.checkpoint_id there (one more
+ * statement parameter, or one more column of the bulk path), and its
+ * deletes return the deleted keys, recorded in weir.sink_deletes for
+ * readers (weir.sink_changes).  Without one, the statements are those of
+ * before, and nothing more is written.
+ *
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
