@@ -46,6 +46,8 @@ OBJS = \
 	src/sink/remote_sink_define.o \
 	src/sink/remote_sink_orphans.o \
 	src/catalog_sql/catalog_remote_sink.o \
+	src/catalog_sql/catalog_sink_deletes.o \
+	src/pipeline/sink_changes.o \
 	src/checkpoint/checkpoint_writer.o \
 	src/pipeline/state_view.o \
 	src/pipeline/state_image.o \
@@ -96,7 +98,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 # remote sinks speak libpq (src/sink/remote_link.c), as postgres_fdw does
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic checkpoint_summary state_views remote_sink security poison pipeline_counters reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic sink_changes checkpoint_summary state_views remote_sink security poison pipeline_counters reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

@@ -319,6 +319,9 @@ CREATE TABLE weir.pipeline (
 	right_before		interval,				-- join: r.t BETWEEN l.t - right_before
 	right_after			interval,				--		AND l.t + right_after
 	join_kind			text CHECK (join_kind IN ('inner', 'left')),
+	-- the sink's bigint column that holds the id of the checkpoint that
+	-- wrote each row (for readers, weir.sink_changes); NULL: none
+	checkpoint_column	text,
 	-- window over a change topic: declared to receive inserts only (its
 	-- other rows are dead letters; aggregates need not take rows back)
 	insert_only			boolean NOT NULL DEFAULT false,
@@ -512,6 +515,29 @@ CREATE TABLE weir.pipeline_skip (
 );
 GRANT SELECT ON weir.pipeline_skip TO PUBLIC;
 
+-- Sink rows deleted by the checkpoint that deleted them, for pipelines with
+-- a checkpoint_column: weir.sink_changes returns them to readers, who
+-- cannot find a deleted row in the sink.  A row goes when it is older
+-- than weir.sink_deletes_retention (trimmed at checkpoints); the greatest
+-- checkpoint whose deletes may be gone is kept in sink_deletes_trimmed, so
+-- a reader behind it gets an error, never a silent gap.  Not readable by
+-- PUBLIC: a delete shows the key of a row (weir.sink_changes checks that
+-- the caller may read the sink).
+CREATE TABLE weir.sink_deletes (
+	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
+	checkpoint_id	bigint NOT NULL,
+	recorded_at		timestamptz NOT NULL,	-- weir's clock, at the checkpoint
+	key				jsonb NOT NULL			-- the sink's key columns
+);
+CREATE INDEX ON weir.sink_deletes (pipeline_id, checkpoint_id);
+CREATE INDEX ON weir.sink_deletes (pipeline_id, recorded_at);
+REVOKE ALL ON weir.sink_deletes FROM PUBLIC;
+CREATE TABLE weir.sink_deletes_trimmed (
+	pipeline_id		integer PRIMARY KEY REFERENCES weir.pipeline ON DELETE CASCADE,
+	through			bigint NOT NULL		-- deletes of checkpoints <= this may be gone
+);
+GRANT SELECT ON weir.sink_deletes_trimmed TO PUBLIC;
+
 -- A pipeline whose sink is a table of another PostgreSQL server
 -- (sink => weir.remote_table(...)); its weir.pipeline.sink is NULL.  Not
 -- granted to anyone: the connection string may hold a password
@@ -590,11 +616,13 @@ CREATE FUNCTION weir.create_pipeline(
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
 	start boolean DEFAULT true,
-	insert_only boolean DEFAULT false)
+	insert_only boolean DEFAULT false,
+	-- the sink's bigint column for the id of the checkpoint that wrote each row
+	checkpoint_column text DEFAULT NULL)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_pipeline';
-COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, text, interval, interval, interval, text, text, interval, bigint, boolean, boolean) IS
+COMMENT ON FUNCTION weir.create_pipeline(text, regclass, text, text, weir.windowing, text, text, text, interval, interval, interval, text, text, interval, bigint, boolean, boolean, text) IS
 	'define a windowed aggregation over a topic, per key or (key NULL) over all its records; over a change topic, updates and deletes take their rows back unless insert_only declares it has inserts only; returns the pipeline id';
 
 CREATE FUNCTION weir.create_dedup(
@@ -614,11 +642,13 @@ CREATE FUNCTION weir.create_dedup(
 	max_state_memory bigint DEFAULT NULL,
 	start boolean DEFAULT true,
 	-- renamed: fails with a hint
-	id text DEFAULT NULL)
+	id text DEFAULT NULL,
+	-- the sink's bigint column for the id of the checkpoint that wrote each row
+	checkpoint_column text DEFAULT NULL)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_dedup';
-COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, boolean, text, text, text, interval, interval, text, interval, bigint, boolean, text) IS
+COMMENT ON FUNCTION weir.create_dedup(text, regclass, text, text, interval, boolean, text, text, text, interval, interval, text, interval, bigint, boolean, text, text) IS
 	'define a deduplication of a topic: records whose key was seen within the horizon (of event time) are dropped, the others go to the sink; with refresh_horizon false only kept records count as sightings, so a key expires at its first sighting + horizon; returns the pipeline id (id: renamed to key, fails with a hint)';
 
 CREATE FUNCTION weir.create_last_value(
@@ -635,11 +665,13 @@ CREATE FUNCTION weir.create_last_value(
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
 	max_state_memory bigint DEFAULT NULL,
-	start boolean DEFAULT true)
+	start boolean DEFAULT true,
+	-- the sink's bigint column for the id of the checkpoint that wrote each row
+	checkpoint_column text DEFAULT NULL)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_last_value';
-COMMENT ON FUNCTION weir.create_last_value(text, regclass, text, text, interval, text, text, text, interval, interval, text, interval, bigint, boolean) IS
+COMMENT ON FUNCTION weir.create_last_value(text, regclass, text, text, interval, text, text, text, interval, interval, text, interval, bigint, boolean, text) IS
 	'keep the newest row per key of a topic (by event time, ties by partition and position) in a table, upserted at each checkpoint; with a ttl, keys older than it leave; returns the pipeline id';
 
 CREATE FUNCTION weir.create_projection(
@@ -649,11 +681,13 @@ CREATE FUNCTION weir.create_projection(
 	filter text DEFAULT NULL,
 	sink text DEFAULT NULL,
 	checkpoint_interval interval DEFAULT '1 second',
-	start boolean DEFAULT true)
+	start boolean DEFAULT true,
+	-- the sink's bigint column for the id of the checkpoint that wrote each row
+	checkpoint_column text DEFAULT NULL)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_projection';
-COMMENT ON FUNCTION weir.create_projection(text, regclass, text, text, text, interval, boolean) IS
+COMMENT ON FUNCTION weir.create_projection(text, regclass, text, text, text, interval, boolean, text) IS
 	'a stateless stage: every record of a topic that passes the filter, as the given columns, into a table or another topic; returns the pipeline id';
 
 CREATE FUNCTION weir.create_join(
@@ -681,11 +715,13 @@ CREATE FUNCTION weir.create_join(
 	left_time text DEFAULT NULL,
 	right_time text DEFAULT NULL,
 	lower interval DEFAULT NULL,
-	upper interval DEFAULT NULL)
+	upper interval DEFAULT NULL,
+	-- the sink's bigint column for the id of the checkpoint that wrote each row
+	checkpoint_column text DEFAULT NULL)
 RETURNS integer
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_create_join';
-COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, text, text, text, interval, interval, text, interval, bigint, boolean, text, text, interval, interval) IS
+COMMENT ON FUNCTION weir.create_join(text, regclass, regclass, text, text, text, text, interval, interval, text, text, text, text, text, interval, interval, text, interval, bigint, boolean, text, text, interval, interval, text) IS
 	'define an interval join of two topics: a right row r matches a left row l when their keys are equal and r.t BETWEEN l.t - right_before AND l.t + right_after, inner or left outer; left_filter and right_filter skip a side''s records before they are buffered; late rows go to late_records (source, part, pos, record jsonb, watermark, received_at); returns the pipeline id (left_time, right_time, lower, upper: renamed, fail with a hint)';
 
 CREATE FUNCTION weir.start(pipeline text) RETURNS void
@@ -823,7 +859,8 @@ CREATE VIEW weir.pipelines AS
 							 r.attempts || ' times, next attempt at ' || r.retry_at || ': ' || r.error
 						WHEN r.error IS NOT NULL THEN ': ' || r.error
 						ELSE '' END
-			  FROM weir.remote_sinks r WHERE r.pipeline = p.name) AS remote_sink
+			  FROM weir.remote_sinks r WHERE r.pipeline = p.name) AS remote_sink,
+		   p.checkpoint_column
 	  FROM weir.pipeline p
 	  JOIN pg_catalog.pg_class d ON d.oid = p.definition
 	  LEFT JOIN weir._pipeline_state() s ON s.pipeline_id = p.id
@@ -841,6 +878,13 @@ RETURNS void
 	AS 'MODULE_PATHNAME', 'weir_alter_pipeline';
 COMMENT ON FUNCTION weir.alter_pipeline(text, bigint, interval) IS
 	'change a pipeline''s state memory limit or checkpoint interval (NULL: unchanged); takes effect when it (re)starts';
+
+CREATE FUNCTION weir.sink_changes(pipeline text, after_checkpoint bigint,
+								  max_rows integer DEFAULT 10000)
+RETURNS TABLE (checkpoint_id bigint, change text, record jsonb)
+	LANGUAGE C STRICT STABLE AS 'MODULE_PATHNAME', 'weir_sink_changes';
+COMMENT ON FUNCTION weir.sink_changes(text, bigint, integer) IS
+	'what the checkpoints after after_checkpoint did to the sink of a pipeline created with a checkpoint_column, in the caller''s snapshot: per checkpoint in order, its deletes (change ''delete'', record: the key) then the rows it wrote that are still there (change ''upsert'', record: the row); whole checkpoints until max_rows is reached; a reader that stores the greatest checkpoint_id it applied gets each change once';
 
 -- For bench/: the read limit, through the primary key with the low-level
 -- scan API: row by row in position order (as weir.read), or (heap_order) a

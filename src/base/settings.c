@@ -34,6 +34,7 @@ int			weir_default_max_state_memory = 1024 * 1024;	/* kB */
 int			weir_launcher_naptime = 1000;
 int			weir_retention_batch_size = 10000;
 int			weir_time_index_interval = 10000;
+int			weir_sink_deletes_retention = 86400;	/* s */
 bool		weir_checkpoint_writer = true;
 int			weir_read_ahead = WEIR_READ_AHEAD_AUTO;
 char	   *weir_fault_point = NULL;
@@ -125,6 +126,15 @@ weir_settings_define(void)
 							10000, 10, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("weir.sink_deletes_retention",
+							"How long the sink rows a checkpoint deleted are kept for weir.sink_changes.",
+							"Pipelines with a checkpoint_column only. A reader further behind than this must copy the sink anew.",
+							&weir_sink_deletes_retention,
+							86400, 1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("weir.checkpoint_writer",

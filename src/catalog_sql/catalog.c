@@ -150,6 +150,29 @@ weir_catalog_exec(const char *sql, int nargs, Oid *types, Datum *values, const c
 			 SPI_result_code_string(rc), SPI_result_code_string(expect));
 }
 
+/*
+ * Run one read (SELECT) read-only: in the snapshot of the statement that
+ * called us, as STABLE functions read.  Errors do not show the SQL.
+ */
+void
+weir_catalog_exec_read_only(const char *sql, int nargs, Oid *types, Datum *values)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int rc = 0;
+
+	PG_TRY();
+	{
+		rc = SPI_execute_with_args(sql, nargs, types, values, NULL, true, 0);
+	}
+	PG_CATCH();
+	{
+		weir_catalog_rethrow_without_sql(cxt);
+	}
+	PG_END_TRY();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "weir's read returned %s, not SPI_OK_SELECT", SPI_result_code_string(rc));
+}
+
 static int64
 get_int8(int row, int col, bool *isnull)
 {

@@ -42,6 +42,8 @@ extern void weir_catalog_privileged_end(WeirCatalogPrivilege *p);
 extern void weir_catalog_rethrow_without_sql(MemoryContext cxt) pg_attribute_noreturn();
 extern SPIPlanPtr weir_catalog_prepare_hiding_sql(const char *sql, int nargs, Oid *types);
 extern int	weir_catalog_execute_hiding_sql(SPIPlanPtr plan, Datum *arrays);
+extern void weir_catalog_exec_read_only(const char *sql, int nargs, Oid *types,
+										Datum *values);
 extern void weir_catalog_exec(const char *sql, int nargs, Oid *types,
 							  Datum *values, const char *nulls, int expect);
 

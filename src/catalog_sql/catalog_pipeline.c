@@ -40,7 +40,7 @@
 	"checkpoint_interval, max_state_memory, definition, enabled, created_at, " \
 	"operator, horizon, columns, ttl, right_source, right_key, right_event_time, " \
 	"right_before, right_after, join_kind, status, names, nkeys, refresh_horizon, right_filter, " \
-	"insert_only"
+	"insert_only, checkpoint_column"
 
 /* weir.pipeline.status, in WeirPipelineStatus order */
 static const char *const status_names[] = {
@@ -179,6 +179,7 @@ fill_pipeline_row(WeirPipelineRow *row, MemoryContext cxt)
 	row->refresh_horizon = isnull || DatumGetBool(d);	/* null: not a dedup */
 	row->right_filter = get_text(35, cxt);
 	row->insert_only = DatumGetBool(get_datum(36, &isnull));
+	row->checkpoint_column = get_text(37, cxt);
 }
 
 static bool
@@ -214,13 +215,13 @@ int32
 weir_catalog_pipeline_insert(WeirPipelineRow *row)
 {
 	WeirCatalogPrivilege p;
-	Oid			types[33] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
+	Oid			types[34] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID, InvalidOid,
 		TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, TEXTOID, OIDOID,
 		OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, INTERVALOID, TEXTOID,
 		INTERVALOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID, TEXTOID, INT4OID, TEXTOID,
-	BOOLOID, TEXTOID, BOOLOID};
-	Datum		values[33];
-	char		nulls[33];
+	BOOLOID, TEXTOID, BOOLOID, TEXTOID};
+	Datum		values[34];
+	char		nulls[34];
 	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(row->names), 1));
 	ListCell   *lc;
 	int			n = 0;
@@ -305,6 +306,10 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 	else
 		nulls[31] = 'n';
 	values[32] = BoolGetDatum(row->insert_only);
+	if (row->checkpoint_column)
+		values[33] = CStringGetTextDatum(row->checkpoint_column);
+	else
+		nulls[33] = 'n';
 
 	weir_catalog_privileged_begin(&p);
 	types[5] = DatumGetObjectId(DirectFunctionCall1(regtypein,
@@ -314,12 +319,12 @@ weir_catalog_pipeline_insert(WeirPipelineRow *row)
 					  "idle_timeout, emit, sink, late_records, checkpoint_interval, "
 					  "max_state_memory, names, enabled, operator, horizon, columns, ttl, "
 					  "right_source, right_key, right_event_time, right_before, right_after, join_kind, "
-					  "nkeys, status, refresh_horizon, right_filter, insert_only) "
+					  "nkeys, status, refresh_horizon, right_filter, insert_only, checkpoint_column) "
 					  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 					  "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, "
-					  "$29, $30, $31, $32, $33) "
+					  "$29, $30, $31, $32, $33, $34) "
 					  "RETURNING id",
-					  33, types, values, nulls, SPI_OK_INSERT_RETURNING);
+					  34, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(get_datum(1, &isnull));
 	weir_catalog_privileged_end(&p);
 	return id;

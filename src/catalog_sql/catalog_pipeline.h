@@ -107,6 +107,8 @@ typedef struct WeirPipelineRow
 	Interval	right_after;	/* AND l.t + right_after */
 	char	   *join_kind;		/* "inner" or "left" */
 	bool		insert_only;	/* window over a change topic: inserts only */
+	char	   *checkpoint_column;	/* the sink's column for the id of the
+									 * checkpoint that wrote a row; NULL: none */
 	WeirPipelineStatus status;	/* as read; insert writes starting or
 								 * stopped, as enabled says */
 } WeirPipelineRow;

@@ -28,8 +28,10 @@
 #include "utils/timestamp.h"
 
 #include "base/clock.h"
+#include "base/settings.h"
 #include "catalog_sql/catalog_chunk.h"
 #include "catalog_sql/catalog_counters.h"
+#include "catalog_sql/catalog_sink_deletes.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_package.h"
 #include "definition/write_target.h"
@@ -244,6 +246,10 @@ weir_checkpoint_apply(WeirCheckpointTarget *target, const char *data, Size len,
 				elog(ERROR, "unrecognized checkpoint package write: %d", op->kind);
 		}
 	}
+	/* deletes kept for readers (weir.sink_changes) for so long, no longer */
+	if (row->checkpoint_column)
+		weir_catalog_trim_sink_deletes(row->id, weir_clock_now() -
+									   (int64) weir_sink_deletes_retention * USECS_PER_SEC);
 	/* the watermark travels with the rows to readers of a topic sink */
 	if (!TIMESTAMP_NOT_FINITE(h->published))
 		weir_topic_watermark_publish(row->sink, row->id, h->published);

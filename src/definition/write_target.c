@@ -305,6 +305,55 @@ check_sink_privileges(WeirPlan *plan, Relation rel, Oid owner)
 						 "The pipeline writes with its owner's privileges, which need INSERT on the sink.")));
 }
 
+/*
+ * A checkpoint column is a column of its own, not one the pipeline writes
+ * its results to.
+ */
+void
+weir_check_checkpoint_column_name(WeirPlan *plan, const char *name)
+{
+	for (int i = 0; i < plan->nsinkcols; i++)
+		if (strcmp(plan->sinkcols[i].name, name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("checkpoint_column \"%s\" is a column of the pipeline's results", name),
+					 errhint("Name another column, of type bigint, for the checkpoint ids.")));
+}
+
+/*
+ * The sink's checkpoint column (row->checkpoint_column): there, bigint,
+ * not generated; marks it written.
+ */
+static void
+check_checkpoint_column(WeirPlan *plan, Relation rel, const char *name, bool *written)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), name);
+	Form_pg_attribute att;
+
+	weir_check_checkpoint_column_name(plan, name);
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("sink \"%s\" has no column \"%s\" for the checkpoint ids",
+						RelationGetRelationName(rel), name),
+				 errhint("Add it (ALTER TABLE %s ADD COLUMN %s bigint), or let weir create the sink.",
+						 quote_identifier(RelationGetRelationName(rel)), quote_identifier(name))));
+	att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	if (att->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("checkpoint column \"%s\" of sink \"%s\" has type %s, not bigint",
+						name, RelationGetRelationName(rel), format_type_be(att->atttypid)),
+				 errhint("Checkpoint ids are bigint: change the column's type, or name another column.")));
+	if (att->attgenerated)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("column \"%s\" of sink \"%s\" is generated", name,
+						RelationGetRelationName(rel)),
+				 errhint("weir writes the checkpoint column; it cannot be generated.")));
+	written[attnum - 1] = true;
+}
+
 void
 weir_check_sink(WeirPlan *plan, WeirPipelineRow *row, Oid sink, Oid owner)
 {
@@ -327,6 +376,8 @@ weir_check_sink(WeirPlan *plan, WeirPipelineRow *row, Oid sink, Oid owner)
 	}
 	for (int i = 0; i < plan->nsinkcols; i++)
 		(void) written_column(rel, plan->sinkcols[i].name, plan->sinkcols[i].type, written, "sink");
+	if (row->checkpoint_column)
+		check_checkpoint_column(plan, rel, row->checkpoint_column, written);
 	check_other_columns(rel, written, "sink");
 	if (is_topic)
 		check_topic_sink(plan, rel, row, owner);
@@ -526,6 +577,9 @@ weir_depend_on_tables(Oid view, WeirPlan *plan, WeirPipelineRow *row)
 	{
 		depend(&rule, row->sink, 0);
 		depend_on_columns(&rule, row->sink, names, plan->nsinkcols);
+		if (row->checkpoint_column)
+			depend_on_columns(&rule, row->sink,
+							  (const char *const *) &row->checkpoint_column, 1);
 	}
 	/*
 	 * The late-records table mirrors every column of the topic, including

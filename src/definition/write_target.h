@@ -18,6 +18,7 @@
 #include "definition/definition.h"
 
 extern void weir_check_source(Oid source, Oid owner);
+extern void weir_check_checkpoint_column_name(WeirPlan *plan, const char *name);
 extern void weir_check_sink(WeirPlan *plan, WeirPipelineRow *row, Oid sink, Oid owner);
 extern void weir_check_late_records(WeirPipelineRow *row, Oid late, Oid owner);
 extern char *weir_late_records_definition(const WeirPipelineRow *row, const char *qualified);

@@ -282,8 +282,17 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 	sink_name = text_arg(args, "sink", false);
 	if (sink_name == NULL)
 		sink_name = row->name;
+	row->checkpoint_column = text_arg(args, "checkpoint_column", false);
+	if (row->checkpoint_column)
+		weir_check_checkpoint_column_name(plan, row->checkpoint_column);
 	if (weir_remote_sink_named(sink_name))
 	{
+		if (row->checkpoint_column)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a remote sink cannot have a checkpoint_column"),
+					 errdetail("weir.sink_changes reads the sink table in this database."),
+					 errhint("Readers of a remote table read it on its server; leave checkpoint_column out.")));
 		/* a table of another server: no sink table here */
 		remote = weir_remote_sink_define(sink_name, plan, row);
 		row->sink = InvalidOid;
@@ -293,7 +302,22 @@ finish_create(const WeirSqlArgs *args, WeirPipelineRow *row, WeirDefinition *def
 		sink = relation_if_exists(sink_name, &rv);
 		if (!OidIsValid(sink))
 		{
-			weir_catalog_run_ddl(weir_sink_definition(plan, quote_qualified_identifier(rv->schemaname, rv->relname)));
+			const char *qualified = quote_qualified_identifier(rv->schemaname, rv->relname);
+
+			weir_catalog_run_ddl(weir_sink_definition(plan, qualified));
+			/*
+			 * A sink weir creates gets the checkpoint column and an index on
+			 * it: readers (weir.sink_changes) look rows up by it.  An
+			 * existing sink is the user's to index (README).
+			 */
+			if (row->checkpoint_column)
+			{
+				weir_catalog_run_ddl(psprintf("ALTER TABLE %s ADD COLUMN %s bigint NOT NULL",
+											  qualified,
+											  quote_identifier(row->checkpoint_column)));
+				weir_catalog_run_ddl(psprintf("CREATE INDEX ON %s (%s)", qualified,
+											  quote_identifier(row->checkpoint_column)));
+			}
 			sink = RangeVarGetRelid(rv, NoLock, false);
 		}
 		row->sink = sink;

@@ -60,10 +60,12 @@
 
 /*
  * Whether the bulk path may write this sink; if so, map[i] is the sink
- * attribute number (1-based) of the plan's i-th sink column.
+ * attribute number (1-based) of the plan's i-th sink column, and with a
+ * checkpoint_column (NULL: none), map[nsinkcols] is that column's: callers
+ * then pass its values as one more column.
  */
 bool
-weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
+weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, const char *checkpoint_column, int *map)
 {
 	Relation	rel = table_open(sink, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -101,11 +103,17 @@ weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map)
 					ok = false;
 			}
 		}
+		/* never null: a checkpoint's id */
+		if (!found && checkpoint_column && strcmp(checkpoint_column, name) == 0)
+		{
+			map[ncols] = a + 1;
+			found = true;
+		}
 		if (!found)
 			ok = false;			/* a column weir does not fill (defaults...) */
 	}
 	table_close(rel, AccessShareLock);
-	return ok && live == ncols;
+	return ok && live == ncols + (checkpoint_column ? 1 : 0);
 }
 
 /*

@@ -15,7 +15,8 @@
 
 #include "definition/definition.h"
 
-extern bool weir_sink_bulk_eligible(Oid sink, WeirPlan *plan, int *map);
+extern bool weir_sink_bulk_eligible(Oid sink, WeirPlan *plan,
+									 const char *checkpoint_column, int *map);
 extern void weir_sink_bulk_insert(Oid sink, WeirPlan *plan, const int *map,
 								  int ncols, Datum **values, bool **nulls,
 								  int nrows);

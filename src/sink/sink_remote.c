@@ -235,6 +235,8 @@ statement(RemoteSink *rs, RemoteStatement which)
 	t.key = rs->key;
 	t.nkey = rs->def.nkey;
 	t.params = params;
+	t.checkpoint_column = NULL;	/* refused for remote sinks (pipeline.c) */
+	t.checkpoint_param = NULL;
 	switch (which)
 	{
 		case REMOTE_INSERT:

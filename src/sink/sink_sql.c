@@ -50,7 +50,11 @@ weir_sink_sql_insert(WeirPlan *plan, const WeirSinkSqlTarget *t, bool upsert)
 	appendStringInfo(&sql, "INSERT INTO %s (", t->table);
 	for (int i = 0; i < ncols; i++)
 		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", col(plan, i));
-	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
+	if (t->checkpoint_column)
+		appendStringInfo(&sql, ", %s) SELECT *, %s FROM unnest(", t->checkpoint_column,
+						 t->checkpoint_param);
+	else
+		appendStringInfoString(&sql, ") SELECT * FROM unnest(");
 	for (int i = 0; i < ncols; i++)
 		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", t->params[i]);
 	appendStringInfoChar(&sql, ')');
@@ -67,6 +71,15 @@ weir_sink_sql_insert(WeirPlan *plan, const WeirSinkSqlTarget *t, bool upsert)
 						 col(plan, i), col(plan, i));
 		first = false;
 	}
+	/*
+	 * An updated row takes the id of the checkpoint that updates it.  When
+	 * every column is a key (DO NOTHING), the row there is the row written
+	 * and keeps the id of the checkpoint that wrote it first: a reader that
+	 * has it needs it no second time.
+	 */
+	if (!first && t->checkpoint_column)
+		appendStringInfo(&sql, ", %s = EXCLUDED.%s", t->checkpoint_column,
+						 t->checkpoint_column);
 	if (first)
 		appendStringInfoString(&sql, " DO NOTHING");
 	return sql.data;
@@ -147,6 +160,13 @@ weir_sink_sql_keeping(WeirPlan *plan, const WeirSinkSqlTarget *t)
 						 first ? "" : ", ", col(plan, i), kept, i + 1, col(plan, i), col(plan, i));
 		first = false;
 	}
+	if (t->checkpoint_column)
+	{
+		appendStringInfo(&sql, "%s%s = %s", first ? "" : ", ", t->checkpoint_column,
+						 t->checkpoint_param);
+		appendStringInfo(&cols, ", %s", t->checkpoint_column);
+		appendStringInfo(&dcols, ", %s", t->checkpoint_param);
+	}
 	appendStringInfo(&sql, " FROM d WHERE %s RETURNING ", key_match(plan, t, "s"));
 	for (int i = 0; i < t->nkey; i++)
 		appendStringInfo(&sql, "%sd.%s", i > 0 ? ", " : "", col(plan, t->key[i]));
@@ -160,6 +180,8 @@ weir_sink_sql_keeping(WeirPlan *plan, const WeirSinkSqlTarget *t)
  * Rows deleted by the key:
  *	DELETE FROM sink s USING unnest($1, ..., $k) AS d(key columns)
  *	WHERE s.k1 = d.k1 AND ...
+ * and with a checkpoint column: RETURNING jsonb_build_object('k1', d.k1,
+ * ...), each deleted row's key as JSON.
  * Parameter i is the i-th key column's (params[i]).
  */
 char *
@@ -177,5 +199,15 @@ weir_sink_sql_delete(WeirPlan *plan, const WeirSinkSqlTarget *t)
 	for (int i = 0; i < t->nkey; i++)
 		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", t->params[i]);
 	appendStringInfo(&sql, ") AS d(%s) WHERE %s", cols.data, key_match(plan, t, "s"));
+	/* the keys of the rows deleted, for readers (weir.sink_deletes) */
+	if (t->checkpoint_column)
+	{
+		appendStringInfoString(&sql, " RETURNING pg_catalog.jsonb_build_object(");
+		for (int i = 0; i < t->nkey; i++)
+			appendStringInfo(&sql, "%s%s, d.%s", i > 0 ? ", " : "",
+							 quote_literal_cstr(plan->sinkcols[t->key[i]].name),
+							 col(plan, t->key[i]));
+		appendStringInfoChar(&sql, ')');
+	}
 	return sql.data;
 }

@@ -7,6 +7,9 @@
  * Rows travel as arrays, one per sink column, unnested in the statement.
  * How a statement names its parameters is the caller's: "$1" for SPI
  * (typed when prepared), "$1::bigint[]" for a remote server (sent as text).
+ * A sink with a checkpoint column has every row it inserts or updates set
+ * that column to the writing checkpoint's id, one scalar parameter; the
+ * statements of other sinks are as they were without it.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -35,6 +38,9 @@ typedef struct WeirSinkSqlTarget
 	int			nkey;
 	const char *const *params;	/* per sink column (then the kept flags):
 								 * how the statement names it */
+	const char *checkpoint_column;	/* NULL, or the quoted column that
+									 * every written row sets to ... */
+	const char *checkpoint_param;	/* ... this (a bigint parameter) */
 } WeirSinkSqlTarget;
 
 extern char *weir_sink_sql_insert(WeirPlan *plan, const WeirSinkSqlTarget *t, bool upsert);

@@ -9,6 +9,13 @@
  * checkpoint writer), in the checkpoint's transaction, as the pipeline's
  * owner (the current user).
  *
+ * A pipeline with a checkpoint column (row->checkpoint_column) has every
+ * row it inserts or updates carry sink.checkpoint_id there (one more
+ * statement parameter, or one more column of the bulk path), and its
+ * deletes return the deleted keys, recorded in weir.sink_deletes for
+ * readers (weir.sink_changes).  Without one, the statements are those of
+ * before, and nothing more is written.
+ *
  * Copyright (c) 2026, weir developers
  *
  * IDENTIFICATION
@@ -23,8 +30,10 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "base/clock.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "catalog_sql/catalog_sink_deletes.h"
 #include "definition/write_target.h"
 #include "sink/bulk.h"
 #include "sink/sink_sql.h"
@@ -57,13 +66,13 @@ typedef enum SinkStatement
 } SinkStatement;
 
 static SPIPlanPtr
-prepare_sink(WeirPlan *plan, Oid sink, SinkStatement which)
+prepare_sink(WeirPlan *plan, Oid sink, const char *checkpoint_column, SinkStatement which)
 {
 	int			ncols = plan->nsinkcols;
 	int			nparams = which == SINK_DELETE ? plan->nsinkkey :
 		which == SINK_KEEPING ? ncols + 1 : ncols;
-	Oid		   *types = palloc(sizeof(Oid) * (ncols + 1));
-	const char **params = palloc(sizeof(char *) * (ncols + 1));
+	Oid		   *types = palloc(sizeof(Oid) * (ncols + 2));
+	const char **params = palloc(sizeof(char *) * (ncols + 2));
 	int		   *key = palloc(sizeof(int) * Max(plan->nsinkkey, 1));
 	WeirSinkSqlTarget t;
 	char	   *sql;
@@ -81,6 +90,14 @@ prepare_sink(WeirPlan *plan, Oid sink, SinkStatement which)
 	t.key = key;
 	t.nkey = plan->nsinkkey;
 	t.params = params;
+	t.checkpoint_column = checkpoint_column ? quote_identifier(checkpoint_column) : NULL;
+	t.checkpoint_param = NULL;
+	/* rows written: the checkpoint's id, one more parameter (bigint) */
+	if (checkpoint_column && which != SINK_DELETE)
+	{
+		types[nparams] = INT8OID;
+		t.checkpoint_param = psprintf("$%d", ++nparams);
+	}
 	switch (which)
 	{
 		case SINK_INSERT:
@@ -101,12 +118,27 @@ prepare_sink(WeirPlan *plan, Oid sink, SinkStatement which)
 }
 
 static void
-run_sink_delete(SPIPlanPtr delete_plan, Datum *arrays)
+run_sink_delete(SPIPlanPtr delete_plan, Datum *arrays, bool returning)
 {
 	int			rc = weir_catalog_execute_hiding_sql(delete_plan, arrays);
 
-	if (rc != SPI_OK_DELETE)
+	if (rc != (returning ? SPI_OK_DELETE_RETURNING : SPI_OK_DELETE))
 		elog(ERROR, "sink retraction failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * The statement's parameters for rows: one array per column, then, with a
+ * checkpoint column, the checkpoint's id.
+ */
+static Datum *
+row_params(SinkTable *st, WeirColumn *cols, int ncols)
+{
+	Datum	   *arrays = palloc(sizeof(Datum) * (ncols + 1));
+
+	for (int c = 0; c < ncols; c++)
+		arrays[c] = weir_column_array(&cols[c]);
+	arrays[ncols] = Int64GetDatum(st->sink.checkpoint_id);
+	return arrays;
 }
 
 /* Run the sink upsert; the caller is in SPI, as the pipeline's owner. */
@@ -132,15 +164,27 @@ bulk_write(SinkTable *st, WeirColumn *cols, int ncols, bool update)
 
 	/* checked at every checkpoint: a trigger added later must not be bypassed */
 	if (st->sink_map == NULL)
-		st->sink_map = MemoryContextAlloc(st->cxt, sizeof(int) * ncols);
-	if (!weir_sink_bulk_eligible(st->row->sink, st->plan, st->sink_map))
+		st->sink_map = MemoryContextAlloc(st->cxt, sizeof(int) * (ncols + 1));
+	if (!weir_sink_bulk_eligible(st->row->sink, st->plan, st->row->checkpoint_column,
+								 st->sink_map))
 		return false;
-	values = palloc(sizeof(Datum *) * ncols);
-	nulls = palloc(sizeof(bool *) * ncols);
+	values = palloc(sizeof(Datum *) * (ncols + 1));
+	nulls = palloc(sizeof(bool *) * (ncols + 1));
 	for (int c = 0; c < ncols; c++)
 	{
 		values[c] = cols[c].values;
 		nulls[c] = cols[c].nulls;
+	}
+	/* the checkpoint column: one more column, the checkpoint's id in each row */
+	if (st->row->checkpoint_column)
+	{
+		int			n = cols[0].n;
+
+		values[ncols] = palloc(sizeof(Datum) * Max(n, 1));
+		nulls[ncols] = palloc0(sizeof(bool) * Max(n, 1));
+		for (int r = 0; r < n; r++)
+			values[ncols][r] = Int64GetDatum(st->sink.checkpoint_id);
+		ncols++;
 	}
 	if (update)
 		return weir_sink_bulk_update(st->row->sink, st->plan, st->sink_map, ncols,
@@ -155,14 +199,13 @@ static void
 sql_write(SinkTable *st, WeirColumn *cols, int ncols, bool upsert)
 {
 	SPIPlanPtr *plan = upsert ? &st->upsert_plan : &st->insert_plan;
-	Datum	   *arrays = palloc(sizeof(Datum) * ncols);
+	Datum	   *arrays = row_params(st, cols, ncols);
 
-	for (int c = 0; c < ncols; c++)
-		arrays[c] = weir_column_array(&cols[c]);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (*plan == NULL)
-		*plan = prepare_sink(st->plan, st->row->sink, upsert ? SINK_UPSERT : SINK_INSERT);
+		*plan = prepare_sink(st->plan, st->row->sink, st->row->checkpoint_column,
+							 upsert ? SINK_UPSERT : SINK_INSERT);
 	run_sink_write(*plan, arrays);
 	SPI_finish();
 }
@@ -219,36 +262,59 @@ static void
 table_write_keeping(WeirSink *sink, WeirColumn *cols, int ncols)
 {
 	SinkTable  *st = (SinkTable *) sink;
-	Datum	   *arrays = palloc(sizeof(Datum) * ncols);
+	Datum	   *arrays;
 
 	Assert(ncols == st->plan->nsinkcols + 1);
 	if (cols[0].n == 0)
 		return;
-	for (int c = 0; c < ncols; c++)
-		arrays[c] = weir_column_array(&cols[c]);
+	arrays = row_params(st, cols, ncols);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (st->keeping_plan == NULL)
-		st->keeping_plan = prepare_sink(st->plan, st->row->sink, SINK_KEEPING);
+		st->keeping_plan = prepare_sink(st->plan, st->row->sink, st->row->checkpoint_column,
+										SINK_KEEPING);
 	run_sink_write(st->keeping_plan, arrays);
 	SPI_finish();
 }
 
-/* Delete sink rows by the sink's key: merged sessions, expired keys. */
+/*
+ * Delete sink rows by the sink's key: merged sessions, expired keys.  With
+ * a checkpoint column, the keys of the rows deleted go to
+ * weir.sink_deletes in the same (sub)transaction, for readers.
+ */
 static void
 table_delete(WeirSink *sink, WeirColumn *key, int nkey)
 {
 	SinkTable  *st = (SinkTable *) sink;
+	bool		record = st->row->checkpoint_column != NULL;
 	Datum	   *arrays = palloc(sizeof(Datum) * nkey);
+	Datum	   *keys = NULL;
+	int			nkeys = 0;
 
 	for (int i = 0; i < nkey; i++)
 		arrays[i] = weir_column_array(&key[i]);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (st->delete_plan == NULL)
-		st->delete_plan = prepare_sink(st->plan, st->row->sink, SINK_DELETE);
-	run_sink_delete(st->delete_plan, arrays);
+		st->delete_plan = prepare_sink(st->plan, st->row->sink, st->row->checkpoint_column,
+									   SINK_DELETE);
+	run_sink_delete(st->delete_plan, arrays, record);
+	if (record && SPI_processed > 0)
+	{
+		bool		isnull;
+
+		/* copied to the caller's context: SPI_finish frees SPI's */
+		keys = SPI_palloc(sizeof(Datum) * SPI_processed);
+		for (uint64 r = 0; r < SPI_processed; r++)
+			keys[r] = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[r],
+													  SPI_tuptable->tupdesc, 1, &isnull),
+										false, -1);
+		nkeys = (int) SPI_processed;
+	}
 	SPI_finish();
+	if (nkeys > 0)
+		weir_catalog_record_sink_deletes(st->row->id, st->sink.checkpoint_id,
+										 weir_clock_now(), keys, nkeys);
 }
 
 static void
