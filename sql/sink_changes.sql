@@ -284,6 +284,18 @@ SELECT count(*) > 0 AS changes, bool_and(change = 'upsert') AS only_upserts,
   FROM weir.sink_changes('r_proj', 0);
 SELECT weir.drop_pipeline('r_proj');
 DROP TABLE r_proj;
+-- a sink its owner turned into a view (empty, no index: PostgreSQL 15 lets a
+-- _RETURN rule do that) is not read: the view's functions would run as the reader
+CREATE TABLE r_turned (id int, change_op "char", ck bigint);
+SELECT weir.create_projection('r_turned', 'ct_r', columns => 'id, change_op',
+                              sink => 'r_turned', checkpoint_column => 'ck',
+                              start => false) > 0 AS created;
+CREATE RULE "_RETURN" AS ON SELECT TO r_turned
+  DO INSTEAD SELECT 1 AS id, 'I'::"char" AS change_op, 1::bigint AS ck;
+SELECT count(*) FROM weir.sink_changes('r_turned', 0);
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.drop_pipeline('r_turned');
+DROP VIEW r_turned;
 
 SELECT weir.drop_pipeline('r_last');
 SELECT count(*) AS deletes_left FROM weir.sink_deletes;

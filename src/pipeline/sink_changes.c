@@ -39,6 +39,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -116,6 +117,17 @@ sink_rows(const char *table, const char *column, int64 after, int max_rows,
 static void
 check_reader(const WeirPipelineRow *row, const char *sink)
 {
+	char		relkind = get_rel_relkind(row->sink);
+
+	/*
+	 * Reading a view (an owner may turn an emptied sink into one with a
+	 * _RETURN rule) would run its functions with the caller's rights.
+	 */
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("sink %s of pipeline \"%s\" is no longer a table", sink, row->name),
+				 errhint("weir.sink_changes reads only a table; drop and create the pipeline with a table sink.")));
 	if (pg_class_aclcheck(row->sink, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
