@@ -284,6 +284,14 @@ SELECT count(*) > 0 AS changes, bool_and(change = 'upsert') AS only_upserts,
   FROM weir.sink_changes('r_proj', 0);
 SELECT weir.drop_pipeline('r_proj');
 DROP TABLE r_proj;
+-- a position past the last checkpoint (the pipeline was created again, its
+-- ids starting over) is refused, not read as "nothing new"
+SELECT sqlstate_of(format('SELECT * FROM weir.sink_changes(%L, %s)', 'r_last',
+                          (SELECT max(c.id) + 1 FROM weir.checkpoints c JOIN weir.pipeline p
+                               ON p.id = c.pipeline_id WHERE p.name = 'r_last'))) AS past_the_last;
+SELECT count(*) >= 0 AS at_the_last_reads
+  FROM weir.sink_changes('r_last', (SELECT max(c.id) FROM weir.checkpoints c JOIN weir.pipeline p
+                                       ON p.id = c.pipeline_id WHERE p.name = 'r_last'));
 -- a sink its owner turned into a view (empty, no index: PostgreSQL 15 lets a
 -- _RETURN rule do that) is not read: the view's functions would run as the reader
 CREATE TABLE r_turned (id int, change_op "char", ck bigint);

@@ -166,6 +166,8 @@ weir_sink_changes(PG_FUNCTION_ARGS)
 	WeirPipelineRow row;
 	const char *sink;
 	int64		trimmed;
+	int64		last;
+	TimestampTz watermark;
 	int64		upto;
 	SinkRows	rows;
 	int64	   *delete_checkpoints;
@@ -191,6 +193,21 @@ weir_sink_changes(PG_FUNCTION_ARGS)
 	sink = quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.sink)),
 									  get_rel_name(row.sink));
 	check_reader(&row, sink);
+
+	/*
+	 * Checkpoint ids start again at 1 for a pipeline created again under
+	 * the same name: a reader whose position is past the last checkpoint
+	 * would silently skip the new pipeline's first ones.
+	 */
+	last = weir_catalog_last_checkpoint_in_snapshot(row.id, &watermark);
+	if (after > last)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("position " INT64_FORMAT " is past the last checkpoint " INT64_FORMAT " of pipeline \"%s\"",
+						after, last, name),
+				 errdetail("A reader's position is a checkpoint the pipeline committed; the pipeline may have been dropped and created again, its checkpoint ids starting over."),
+				 errhint("Resynchronise: copy sink %s anew and, in the same snapshot, take the greatest value of its column %s; then continue with weir.sink_changes after that checkpoint.",
+						 sink, quote_identifier(row.checkpoint_column))));
 
 	trimmed = weir_catalog_sink_deletes_trimmed(row.id);
 	if (after < trimmed)
