@@ -284,6 +284,71 @@ SELECT count(*) > 0 AS changes, bool_and(change = 'upsert') AS only_upserts,
   FROM weir.sink_changes('r_proj', 0);
 SELECT weir.drop_pipeline('r_proj');
 DROP TABLE r_proj;
+-- a dedup and an inner join (append-only sinks weir creates: every change is
+-- an upsert of a new row): the changes read in small batches, whole
+-- checkpoints each, add up to the sink, and the sink to SQL's answer
+SELECT weir.create_topic('rd_orders', 'order_id int, amount int, ts timestamptz');
+SELECT weir.create_topic('rd_ships', 'order_id int, carrier text, ts timestamptz');
+SELECT weir.create_dedup('rd_dd', 'rd_orders', key => 'order_id', event_time => 'ts',
+                         horizon => '1 day', out_of_orderness => '1 day',
+                         checkpoint_column => 'ck') > 0 AS created;
+SELECT weir.create_join('rd_jn', 'rd_orders', 'rd_ships', left_key => 'order_id',
+                        right_key => 'order_id', left_event_time => 'ts', right_event_time => 'ts',
+                        right_before => '0', right_after => '1 hour',
+                        columns => 'l.order_id, l.amount, r.carrier',
+                        out_of_orderness => '1 day', checkpoint_column => 'ck') > 0 AS created;
+CREATE TABLE rd_seen (pipeline text, checkpoint_id bigint, change text, record jsonb);
+CREATE PROCEDURE rd_read(pipeline text) LANGUAGE plpgsql AS $$
+DECLARE
+	pos bigint := coalesce((SELECT max(checkpoint_id) FROM rd_seen s WHERE s.pipeline = rd_read.pipeline), 0);
+	n bigint;
+BEGIN
+	LOOP
+		INSERT INTO rd_seen SELECT pipeline, c.* FROM weir.sink_changes(pipeline, pos, 4) c;
+		GET DIAGNOSTICS n = ROW_COUNT;
+		EXIT WHEN n = 0;
+		pos := (SELECT max(checkpoint_id) FROM rd_seen s WHERE s.pipeline = rd_read.pipeline);
+		COMMIT;
+	END LOOP;
+END $$;
+DO $$
+BEGIN
+	FOR round IN 1..3 LOOP
+		INSERT INTO rd_orders (order_id, amount, ts)
+		SELECT i % 15, i, '2026-01-01 00:00+00'::timestamptz + i * interval '1 minute'
+		  FROM generate_series(round * 10, round * 10 + 9) i;
+		INSERT INTO rd_ships (order_id, carrier, ts)
+		SELECT i % 15, 'c' || i, '2026-01-01 00:10+00'::timestamptz + i * interval '1 minute'
+		  FROM generate_series(round * 10, round * 10 + 9) i;
+		COMMIT;
+		PERFORM weir.checkpoint('rd_dd');
+		PERFORM weir.checkpoint('rd_jn');
+		COMMIT;
+		CALL rd_read('rd_dd');
+		CALL rd_read('rd_jn');
+	END LOOP;
+END $$;
+SELECT count(*) > 0 AS deduped, count(*) FILTER (WHERE ck IS NULL) AS without FROM rd_dd;
+SELECT count(*) > 0 AS joined, count(*) FILTER (WHERE ck IS NULL) AS without FROM rd_jn;
+SELECT * FROM oracle_diff(
+  $$(SELECT (record->>'order_id')::int, (record->>'amount')::int, (record->>'ts')::timestamptz,
+           (record->>'ck')::bigint FROM rd_seen WHERE pipeline = 'rd_dd' AND change = 'upsert') s$$,
+  'SELECT order_id, amount, ts, ck FROM rd_dd');
+SELECT * FROM oracle_diff('(SELECT order_id, amount, ts FROM rd_dd) s',
+  'SELECT DISTINCT ON (order_id) order_id, amount, ts FROM rd_orders ORDER BY order_id, pos');
+SELECT * FROM oracle_diff(
+  $$(SELECT (record->>'order_id')::int, (record->>'amount')::int, record->>'carrier',
+           (record->>'ck')::bigint FROM rd_seen WHERE pipeline = 'rd_jn' AND change = 'upsert') s$$,
+  'SELECT order_id, amount, carrier, ck FROM rd_jn');
+SELECT * FROM oracle_diff('(SELECT order_id, amount, carrier FROM rd_jn) s',
+  $$SELECT l.order_id, l.amount, r.carrier FROM rd_orders l JOIN rd_ships r
+       ON r.order_id = l.order_id AND r.ts BETWEEN l.ts AND l.ts + interval '1 hour'$$);
+SELECT count(*) FILTER (WHERE change = 'delete') AS deletes FROM rd_seen;
+SELECT weir.drop_pipeline('rd_dd'), weir.drop_pipeline('rd_jn');
+DROP PROCEDURE rd_read;
+DROP TABLE rd_seen, rd_dd, rd_jn;
+SELECT weir.drop_topic('rd_orders'), weir.drop_topic('rd_ships');
+
 -- a position past the last checkpoint (the pipeline was created again, its
 -- ids starting over) is refused, not read as "nothing new"
 SELECT sqlstate_of(format('SELECT * FROM weir.sink_changes(%L, %s)', 'r_last',
