@@ -617,10 +617,15 @@ weir_catalog_load_positions(int32 id, int32 partitions, int64 *pos,
 	weir_catalog_privileged_end(&p);
 }
 
-/* The id and watermark of a pipeline's last checkpoint; 0 if none. */
-int64
-weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
+/*
+ * The id and watermark of a pipeline's last checkpoint; 0 if none.
+ * in_snapshot: read-only, as the active snapshot sees it (below).
+ */
+static int64
+last_checkpoint(int32 id, TimestampTz *watermark, bool in_snapshot)
 {
+	static const char *sql = "SELECT id, watermark FROM weir.checkpoints WHERE pipeline_id = $1 "
+		"ORDER BY id DESC LIMIT 1";
 	WeirCatalogPrivilege p;
 	Oid			type = INT4OID;
 	Datum		value = Int32GetDatum(id);
@@ -628,9 +633,10 @@ weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
 
 	*watermark = DT_NOBEGIN;
 	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("SELECT id, watermark FROM weir.checkpoints WHERE pipeline_id = $1 "
-					  "ORDER BY id DESC LIMIT 1",
-					  1, &type, &value, NULL, SPI_OK_SELECT);
+	if (in_snapshot)
+		weir_catalog_exec_read_only(sql, 1, &type, &value);
+	else
+		weir_catalog_exec(sql, 1, &type, &value, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -645,41 +651,23 @@ weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
 	return checkpoint_id;
 }
 
+int64
+weir_catalog_last_checkpoint(int32 id, TimestampTz *watermark)
+{
+	return last_checkpoint(id, watermark, false);
+}
+
 /*
  * weir_catalog_last_checkpoint as the active snapshot sees it, as
  * weir_catalog_load_chunks reads chunks (a read-only cursor): read under
  * one snapshot, the record and the chunks are those of one checkpoint
- * (the state views; a checkpoint may commit in between).
+ * (the state views; a checkpoint may commit in between), and the reads of
+ * weir.sink_changes agree.
  */
 int64
 weir_catalog_last_checkpoint_in_snapshot(int32 id, TimestampTz *watermark)
 {
-	WeirCatalogPrivilege p;
-	Oid			type = INT4OID;
-	Datum		value = Int32GetDatum(id);
-	int64		checkpoint_id = 0;
-	int			rc;
-
-	*watermark = DT_NOBEGIN;
-	weir_catalog_privileged_begin(&p);
-	rc = SPI_execute_with_args("SELECT id, watermark FROM weir.checkpoints WHERE pipeline_id = $1 "
-							   "ORDER BY id DESC LIMIT 1",
-							   1, &type, &value, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "weir's catalog statement returned %s, not SPI_OK_SELECT",
-			 SPI_result_code_string(rc));
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		d;
-
-		checkpoint_id = DatumGetInt64(get_datum(1, &isnull));
-		d = get_datum(2, &isnull);
-		if (!isnull)
-			*watermark = DatumGetTimestampTz(d);
-	}
-	weir_catalog_privileged_end(&p);
-	return checkpoint_id;
+	return last_checkpoint(id, watermark, true);
 }
 
 void
