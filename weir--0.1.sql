@@ -826,7 +826,7 @@ CREATE FUNCTION weir._recovery_status(pipeline_id integer, target interval, at t
 		SELECT (max(l.bytes) - (array_agg(r.bytes ORDER BY r.restored_at, r.id))[1])::float8 /
 			   nullif(extract(epoch FROM max(l.restored_at) - min(r.restored_at)), 0) AS bytes_per_s
 		  FROM weir.restores r, latest l
-		 WHERE r.pipeline_id = $1 AND r.restored_at > l.restored_at - interval '1 day'),
+		 WHERE r.pipeline_id = $1 AND r.restored_at >= l.restored_at - interval '1 day'),
 	figures AS (
 		SELECT l.*, g.bytes_per_s,
 			   extract(epoch FROM $2) * 1000 AS target_ms,
