@@ -98,29 +98,21 @@ weir_catalog_insert_restore(int32 id, int64 checkpoint_id, bool drill, double du
 					  "bytes, windows, rows, kind, rate_before) "
 					  "SELECT $1, $2, clock_timestamp(), $3, $4, $5, $5, $6, "
 					  "       CASE WHEN $6 = 'restore' THEN rate.r END FROM rate "
-					  "RETURNING *, (SELECT extract(epoch FROM p.recovery_target) * 1000 "
-					  "                FROM weir.pipeline p WHERE p.id = $1)::float8",
+					  "RETURNING *",
 					  6, types, values, NULL, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed != 1)
 		elog(ERROR, "weir.restores: %d rows inserted, not 1", (int) SPI_processed);
 	rec->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 										  SPI_fnumber(SPI_tuptable->tupdesc, "id"), &isnull));
 	rec->rate_before = get_float8(SPI_fnumber(SPI_tuptable->tupdesc, "rate_before"));
-	rec->target_ms = get_float8(SPI_tuptable->tupdesc->natts);
-	/* the row without the target: weir.restores' own columns */
 	spi_cxt = MemoryContextSwitchTo(cxt);
-	{
-		TupleDesc	desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-		int			natts = desc->natts - 1;
-		Datum	   *vals = palloc(sizeof(Datum) * natts);
-		bool	   *nulls = palloc(sizeof(bool) * natts);
-
-		for (int i = 0; i < natts; i++)
-			vals[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &nulls[i]);
-		desc->natts = natts;
-		rec->tuple = heap_form_tuple(desc, vals, nulls);
-	}
+	rec->tuple = heap_copytuple(SPI_tuptable->vals[0]);
 	MemoryContextSwitchTo(spi_cxt);
+	/* the target it is held to: the one in force now */
+	weir_catalog_exec("SELECT (extract(epoch FROM recovery_target) * 1000)::float8 "
+					  "FROM weir.pipeline WHERE id = $1",
+					  1, types, values, NULL, SPI_OK_SELECT);
+	rec->target_ms = SPI_processed == 1 ? get_float8(1) : -1.0;
 	weir_catalog_privileged_end(&p);
 }
 
