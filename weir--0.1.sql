@@ -336,6 +336,7 @@ CREATE TABLE weir.pipeline (
 	late_records		oid,
 	checkpoint_interval	interval NOT NULL,
 	max_state_memory	bigint NOT NULL,		-- bytes
+	recovery_target		interval,				-- a restore should take at most this; NULL: none
 	enabled				boolean NOT NULL,
 	status				text NOT NULL DEFAULT 'stopped',
 	last_error			text,
@@ -472,13 +473,25 @@ CREATE TABLE weir.pipeline_counters (
 	updated_at		timestamptz NOT NULL
 );
 
+-- Every restore of a checkpoint by a starting worker ('restore') and every
+-- weir.restore_drill ('drill').  A worker fills first_record_ms and
+-- back_to_rate_ms in later, once it knows them (restore_follow.c); they stay
+-- NULL while unknown, and for drills.
 CREATE TABLE weir.restores (
 	pipeline_id		integer NOT NULL REFERENCES weir.pipeline ON DELETE CASCADE,
 	checkpoint_id	bigint NOT NULL,
-	restored_at		timestamptz NOT NULL,
+	restored_at		timestamptz NOT NULL,	-- when it ended
 	duration_ms		float8 NOT NULL,
-	bytes			bigint NOT NULL,
-	windows			bigint NOT NULL
+	bytes			bigint NOT NULL,		-- checkpoint chunks read
+	windows			bigint NOT NULL,		-- entries restored (the older name of rows)
+	rows			bigint NOT NULL,		-- entries restored: windows, keys or join rows
+	kind			text NOT NULL DEFAULT 'restore' CHECK (kind IN ('restore', 'drill')),
+	-- records/s over the checkpoints of the minute before the restored one
+	-- (NULL: fewer than two of them)
+	rate_before		float8,
+	first_record_ms	float8,					-- restore's end -> first record processed
+	back_to_rate_ms	float8,					-- restore's end -> rate_before again, or caught up
+	id				bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY
 );
 
 CREATE TABLE weir.dead_letters (
@@ -796,6 +809,51 @@ CREATE FUNCTION weir.abandon_remote_sink(pipeline text) RETURNS text
 COMMENT ON FUNCTION weir.abandon_remote_sink(text) IS
 	'give up on the remote server of a stopped pipeline''s sink, gone for good, so that weir.drop_pipeline need not resolve its prepared transactions there; returns what to commit and roll back there should it come back';
 
+-- Recovery target (its part of weir.pipelines; the rest is at the end).
+-- recovery_warning: the latest restore or drill took longer than the
+-- target.  recovery_projection: the latest one's speed (bytes/ms) applied
+-- to the state's size now, which is the latest one's bytes plus the growth
+-- since at the rate seen over the restores and drills of the last day; and
+-- when that growth makes a restore miss the target.
+CREATE FUNCTION weir._recovery_status(pipeline_id integer, target interval, at timestamptz,
+									  OUT recovery_warning text, OUT recovery_projection text)
+	LANGUAGE sql STABLE AS $$
+	WITH latest AS (
+		SELECT r.* FROM weir.restores r WHERE r.pipeline_id = $1
+		 ORDER BY r.restored_at DESC, r.id DESC LIMIT 1),
+	growth AS (
+		-- bytes per second between the oldest and the latest of the last day
+		SELECT (max(l.bytes) - (array_agg(r.bytes ORDER BY r.restored_at, r.id))[1])::float8 /
+			   nullif(extract(epoch FROM max(l.restored_at) - min(r.restored_at)), 0) AS bytes_per_s
+		  FROM weir.restores r, latest l
+		 WHERE r.pipeline_id = $1 AND r.restored_at >= l.restored_at - interval '1 day'),
+	figures AS (
+		SELECT l.*, g.bytes_per_s,
+			   extract(epoch FROM $2) * 1000 AS target_ms,
+			   l.bytes + greatest(coalesce(g.bytes_per_s, 0), 0) *
+						 extract(epoch FROM $3 - l.restored_at) AS bytes_now,
+			   l.bytes / l.duration_ms AS bytes_per_ms
+		  FROM latest l, growth g
+		 WHERE l.duration_ms > 0 AND l.bytes > 0)
+	SELECT (SELECT l.kind || ' of checkpoint ' || l.checkpoint_id || ' at ' || l.restored_at ||
+				   ' took ' || round(l.duration_ms::numeric, 1) || ' ms, over the recovery target of ' || $2
+			  FROM latest l WHERE l.duration_ms > extract(epoch FROM $2) * 1000),
+		   (SELECT 'restore would take ' || round((f.bytes_now / f.bytes_per_ms / 1000)::numeric, 2) ||
+				   ' s at ' || round((f.bytes_now / 1e6)::numeric, 1) || ' MB; ' ||
+				   CASE WHEN f.bytes_now / f.bytes_per_ms > f.target_ms
+						THEN 'the target of ' || $2 || ' is missed now'
+						WHEN f.bytes_per_s IS NULL
+						THEN 'growth not known yet: it needs two restores or drills at different times'
+						WHEN f.bytes_per_s <= 0
+						THEN 'the state is not growing: the target of ' || $2 || ' holds'
+						ELSE 'at +' || round((f.bytes_per_s * 60 / 1e6)::numeric, 3) ||
+							 ' MB/min the target of ' || $2 || ' is missed in about ' ||
+							 justify_interval(make_interval(secs =>
+								 round((f.target_ms * f.bytes_per_ms - f.bytes_now) / f.bytes_per_s)))
+				   END
+			  FROM figures f WHERE $2 IS NOT NULL)
+$$;
+
 CREATE VIEW weir.pipelines AS
 	SELECT p.name, d.relowner::regrole AS owner, p.source::regclass AS source,
 		   p.sink::regclass AS sink, p.right_source::regclass AS right_source,
@@ -860,11 +918,13 @@ CREATE VIEW weir.pipelines AS
 						WHEN r.error IS NOT NULL THEN ': ' || r.error
 						ELSE '' END
 			  FROM weir.remote_sinks r WHERE r.pipeline = p.name) AS remote_sink,
-		   p.checkpoint_column
+		   p.checkpoint_column,
+		   p.recovery_target, rs.recovery_warning, rs.recovery_projection
 	  FROM weir.pipeline p
 	  JOIN pg_catalog.pg_class d ON d.oid = p.definition
 	  LEFT JOIN weir._pipeline_state() s ON s.pipeline_id = p.id
-	  LEFT JOIN weir.pipeline_counters pc ON pc.pipeline_id = p.id;
+	  LEFT JOIN weir.pipeline_counters pc ON pc.pipeline_id = p.id
+	  LEFT JOIN LATERAL weir._recovery_status(p.id, p.recovery_target, now()) rs ON true;
 COMMENT ON VIEW weir.pipelines IS
 	'one row per pipeline: status, worker, positions, lag, watermark, record counts, state size, last checkpoint, last error, and (a remote sink) where it writes and a commit there being retried';
 GRANT SELECT ON weir.pipelines TO PUBLIC;
@@ -872,12 +932,13 @@ GRANT SELECT ON weir.pipelines TO PUBLIC;
 CREATE FUNCTION weir.alter_pipeline(
 	pipeline text,
 	max_state_memory bigint DEFAULT NULL,
-	checkpoint_interval interval DEFAULT NULL)
+	checkpoint_interval interval DEFAULT NULL,
+	recovery_target interval DEFAULT NULL)
 RETURNS void
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE
 	AS 'MODULE_PATHNAME', 'weir_alter_pipeline';
-COMMENT ON FUNCTION weir.alter_pipeline(text, bigint, interval) IS
-	'change a pipeline''s state memory limit or checkpoint interval (NULL: unchanged); takes effect when it (re)starts';
+COMMENT ON FUNCTION weir.alter_pipeline(text, bigint, interval, interval) IS
+	'change a pipeline''s state memory limit or checkpoint interval (NULL: unchanged; they take effect when it (re)starts), or its recovery target (NULL: unchanged, 0: none; at once)';
 
 CREATE FUNCTION weir.sink_changes(pipeline text, after_checkpoint bigint,
 								  max_rows integer DEFAULT 10000)
@@ -1123,3 +1184,11 @@ GRANT SELECT ON weir.captures TO PUBLIC;
 CREATE FUNCTION weir._forget_captured_table(relid oid) RETURNS void
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_forget_captured_table';
 REVOKE ALL ON FUNCTION weir._forget_captured_table(oid) FROM PUBLIC;
+
+-- Recovery target and restore drills (issue 20).  weir.pipeline's
+-- recovery_target, weir.restores' columns, weir._recovery_status and its
+-- columns in weir.pipelines are above, where those objects are defined.
+CREATE FUNCTION weir.restore_drill(pipeline text) RETURNS weir.restores
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_restore_drill';
+COMMENT ON FUNCTION weir.restore_drill(text) IS
+	'restore the latest checkpoint of a pipeline into this backend''s scratch memory (the pipeline keeps running), time it, record it in weir.restores as a drill and return that row; a WARNING when it took longer than the recovery target; for members of the pipeline''s owner';

@@ -731,26 +731,6 @@ weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id, TimestampTz started
 }
 
 void
-weir_catalog_write_restore(int32 id, int64 checkpoint_id, double duration_ms,
-						   int64 bytes, int64 windows)
-{
-	WeirCatalogPrivilege p;
-	Oid			types[5] = {INT4OID, INT8OID, FLOAT8OID, INT8OID, INT8OID};
-	Datum		values[5];
-
-	values[0] = Int32GetDatum(id);
-	values[1] = Int64GetDatum(checkpoint_id);
-	values[2] = Float8GetDatum(duration_ms);
-	values[3] = Int64GetDatum(bytes);
-	values[4] = Int64GetDatum(windows);
-	weir_catalog_privileged_begin(&p);
-	weir_catalog_exec("INSERT INTO weir.restores (pipeline_id, checkpoint_id, restored_at, "
-					  "duration_ms, bytes, windows) VALUES ($1, $2, clock_timestamp(), $3, $4, $5)",
-					  5, types, values, NULL, SPI_OK_INSERT);
-	weir_catalog_privileged_end(&p);
-}
-
-void
 weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts, Datum positions,
 								Datum errors, Datum records)
 {

@@ -146,9 +146,6 @@ extern void weir_catalog_write_checkpoint(int32 id, int64 checkpoint_id,
 										  double async_ms, int64 bytes,
 										  int64 sink_rows, int64 state_rows,
 										  int64 state_deletes, int64 records_in);
-extern void weir_catalog_write_restore(int32 id, int64 checkpoint_id,
-									   double duration_ms, int64 bytes,
-									   int64 windows);
 extern void weir_catalog_write_dead_letters(int32 id, Oid source, Datum parts,
 											Datum positions, Datum errors,
 											Datum records);

@@ -48,6 +48,7 @@
 #include "base/transaction.h"
 #include "catalog_sql/catalog_counters.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "catalog_sql/catalog_restores.h"
 #include "checkpoint/checkpoint_apply.h"
 #include "checkpoint/checkpoint_counters.h"
 #include "checkpoint/checkpoint_package.h"
@@ -181,7 +182,9 @@ weir_checkpoint_committed(WeirWorker *w, const WeirCheckpointResult *res)
 
 /*
  * Load the last checkpoint: open windows, positions, watermark.  Timed and
- * recorded in weir.restores.
+ * recorded in weir.restores (with a WARNING when longer than the
+ * pipeline's recovery_target); the worker then follows what comes after
+ * (restore_follow.c).
  */
 void
 weir_checkpoint_restore(WeirWorker *w)
@@ -194,6 +197,7 @@ weir_checkpoint_restore(WeirWorker *w)
 	double		ms;
 	WeirCounters counters;
 	int64		counted_at;
+	WeirRestoreRecord rec;
 
 	weir_transaction_begin();
 	MemoryContextSwitchTo(w->in.cxt);
@@ -215,8 +219,10 @@ weir_checkpoint_restore(WeirWorker *w)
 	if (owes_rows)
 		w->changed = true;
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
-	weir_catalog_write_restore(w->in.row.id, w->checkpoint_id, ms, bytes, entries);
+	weir_catalog_insert_restore(w->in.row.id, w->checkpoint_id, false, ms, bytes, entries, &rec);
 	weir_transaction_end();
+	/* the time to the first record and back to the rate are written later */
+	weir_restore_follow_begin(&w->follow, rec.id, GetCurrentTimestamp(), rec.rate_before);
 	MemoryContextSwitchTo(w->in.cxt);
 
 	SpinLockAcquire(&w->slot->mutex);
@@ -229,4 +235,10 @@ weir_checkpoint_restore(WeirWorker *w)
 			(errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms: " INT64_FORMAT " %s, " INT64_FORMAT " bytes",
 					w->in.row.name, w->checkpoint_id, ms, entries,
 					w->op->ops->state_noun, bytes)));
+	if (rec.target_ms >= 0 && ms > rec.target_ms)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("weir pipeline \"%s\" restored checkpoint " INT64_FORMAT " in %.1f ms, over its recovery target of %g ms",
+						w->in.row.name, w->checkpoint_id, ms, rec.target_ms),
+				 errhint("See recovery_projection in weir.pipelines; a smaller state (a ttl, a horizon) restores faster.")));
 }

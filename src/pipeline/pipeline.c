@@ -46,6 +46,7 @@
 #include "base/shmem.h"
 #include "base/sql_args.h"
 #include "catalog_sql/catalog_pipeline.h"
+#include "catalog_sql/catalog_restores.h"
 #include "catalog_sql/catalog_remote_sink.h"
 #include "definition/definition.h"
 #include "definition/definition_parse.h"
@@ -690,10 +691,12 @@ weir_forget_definition(PG_FUNCTION_ARGS)
 
 /*
  * weir.alter_pipeline(pipeline text, max_state_memory bigint,
- *					   checkpoint_interval interval)
+ *					   checkpoint_interval interval, recovery_target interval)
  *
  * Change a pipeline's limits; NULL leaves a setting as it is.  A running
- * worker picks the change up when it is restarted: stop and start it.
+ * worker picks the change up when it is restarted: stop and start it.  The
+ * recovery target applies at once (it is read when a restore or drill is
+ * recorded, and by weir.pipelines); 0 removes it.
  */
 PG_FUNCTION_INFO_V1(weir_alter_pipeline);
 Datum
@@ -723,7 +726,15 @@ weir_alter_pipeline(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("checkpoint_interval must be between 10 milliseconds and 1 hour")));
 	}
+	if (!PG_ARGISNULL(3) &&
+		weir_interval_usecs(PG_GETARG_INTERVAL_P(3), "recovery_target") < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("recovery_target must not be negative"),
+				 errhint("Give 0 to remove the recovery target.")));
 	weir_catalog_pipeline_alter(row.id, max_state_memory, checkpoint_interval);
+	if (!PG_ARGISNULL(3))
+		weir_catalog_pipeline_set_recovery_target(row.id, PG_GETARG_INTERVAL_P(3));
 	PG_RETURN_VOID();
 }
 

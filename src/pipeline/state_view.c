@@ -33,7 +33,8 @@
  * read under one snapshot, are restored into a store of this backend's own
  * (a DSA area made for the call, as large as the pipeline's
  * max_state_memory allows) by the operator's own restore, as a worker
- * starting now would, then read as live state is.  So it is the state that
+ * starting now would (state_scratch.c, shared with weir.restore_drill),
+ * then read as live state is.  So it is the state that
  * the sink's rows and the source positions of that checkpoint go with.
  *
  * Copyright (c) 2026, weir developers
@@ -62,6 +63,7 @@
 #include "operator/operator.h"
 #include "operator/state_view.h"
 #include "pipeline/state_image.h"
+#include "pipeline/state_scratch.h"
 
 /*
  * A join's state is both sides' buffered rows, most of which never reach
@@ -211,38 +213,13 @@ static void
 read_committed(WeirPipelineRow *row, WeirPlan *plan, const WeirStateView *view,
 			   StringInfo buf, TimestampTz *watermark)
 {
-	dsa_area   *area = dsa_create(weir_shmem()->state_tranche);
-	pg_atomic_uint64 records_dead;
-	WeirOperatorEnv env;
-	WeirOperator *op;
-	int64		bytes;
-	bool		owes_rows;
+	WeirScratchState scratch;
 
-	(void) weir_catalog_last_checkpoint_in_snapshot(row->id, watermark);
-	/* as the worker's area (worker.c setup) */
-	dsa_set_size_limit(area, row->max_state_memory + row->max_state_memory / 4 + 4 * 1024 * 1024);
-	pg_atomic_init_u64(&records_dead, 0);
-	memset(&env, 0, sizeof(env));
-	env.name = row->name;
-	env.plan = plan;
-	env.store = weir_store_create(area, row->max_state_memory,
-								  weir_operator_entry_state(plan),
-								  weir_operator_entry_end(plan), CurrentMemoryContext);
-	env.sink = row->sink;
-	env.records_dead = &records_dead;
-	env.lateness = weir_interval_usecs(&row->allowed_lateness, "allowed_lateness");
-	env.emit_updates = strcmp(row->emit, "updates") == 0;
-	env.cxt = CurrentMemoryContext;
-	op = weir_operator_create(&env);
-	(void) op->ops->restore(op, row->id, *watermark, &bytes, &owes_rows);
-	if (env.store->out_of_memory)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("checkpoint of pipeline \"%s\" does not fit in its max_state_memory",
-						row->name)));
+	weir_state_restore_scratch(row, plan, &scratch);
+	*watermark = scratch.watermark;
 	if (view->state_in_process && view->state_in_process(plan))
 	{
-		if (!view->image(env.store, plan, buf))
+		if (!view->image(scratch.store, plan, buf))
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("the committed state of pipeline \"%s\" is too large to show", row->name),
@@ -250,8 +227,8 @@ read_committed(WeirPipelineRow *row, WeirPlan *plan, const WeirStateView *view,
 					 errhint("Use weir.pipelines and weir.checkpoints for its size and counts.")));
 	}
 	else
-		weir_state_copy_store(view, area, env.store->root, buf);
-	dsa_detach(area);
+		weir_state_copy_store(view, scratch.area, scratch.store->root, buf);
+	dsa_detach(scratch.area);
 }
 
 /* weir.live_state and weir.committed_state: one set of rows */

@@ -662,6 +662,8 @@ run(WeirWorker *w)
 			}
 			pfree(pkg.buf.data);
 		}
+		/* the first record and the old rate after the restore, once known */
+		weir_restore_follow_round(&w->follow, got, caught_up);
 		weir_transaction_end();
 		if (checkpoint && w->writer == NULL)
 		{

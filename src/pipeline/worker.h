@@ -23,6 +23,7 @@
 #include "definition/definition.h"
 #include "operator/operator.h"
 #include "pipeline/reading.h"
+#include "pipeline/restore_follow.h"
 #include "state/store.h"
 
 /* A record that could not be processed, written at the next checkpoint */
@@ -103,6 +104,7 @@ typedef struct WeirWorker
 								 * the interval) */
 	WeirCheckpointTarget *target;	/* the worker's own checkpoints: where
 									 * they are written */
+	WeirRestoreFollow follow;	/* after its restore (restore_follow.c) */
 } WeirWorker;
 
 extern PGDLLEXPORT void weir_worker_main(Datum main_arg);
