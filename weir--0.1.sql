@@ -1123,3 +1123,30 @@ GRANT SELECT ON weir.captures TO PUBLIC;
 CREATE FUNCTION weir._forget_captured_table(relid oid) RETURNS void
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_forget_captured_table';
 REVOKE ALL ON FUNCTION weir._forget_captured_table(oid) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Operating state, part "progress and metrics" (issue 20): weir.progress.
+-- ---------------------------------------------------------------------------
+
+-- What the pipelines' processes report of their long steps (base/progress.c)
+CREATE FUNCTION weir._progress_state(
+	OUT pipeline_id integer,
+	OUT pid integer,
+	OUT command text,
+	OUT phase text,
+	OUT started_at timestamptz,
+	OUT bytes_done bigint,
+	OUT bytes_total bigint,
+	OUT rows_done bigint,
+	OUT rows_total bigint)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_progress_state';
+
+CREATE VIEW weir.progress AS
+	SELECT p.name AS pipeline, s.pid, s.command, s.phase, s.started_at,
+		   s.bytes_done, s.bytes_total, s.rows_done, s.rows_total
+	  FROM weir._progress_state() s
+	  JOIN weir.pipeline p ON p.id = s.pipeline_id;
+COMMENT ON VIEW weir.progress IS
+	'one row per long step a pipeline has in progress (restore, compaction, catch-up), in the style of pg_stat_progress_*: process, phase, bytes and rows done and total';
+GRANT SELECT ON weir.progress TO PUBLIC;
