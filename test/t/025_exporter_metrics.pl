@@ -99,13 +99,15 @@ my $user = getpwuid($<);
 local $ENV{DATA_SOURCE_NAME} =
   'host=' . $node->host . ' port=' . $node->port . " user=$user dbname=postgres sslmode=disable";
 my ($out, $err) = ('', '');
-my $h = IPC::Run::start(
+our $h = IPC::Run::start(
 	[
 		$exporter, "--web.listen-address=127.0.0.1:$port",
 		"--extend.query-path=$queries", '--disable-default-metrics',
 		'--disable-settings-metrics', '--log.level=warn'
 	],
 	'>', \$out, '2>', \$err);
+# stopped however the test ends: a failed check must not leave it running
+END { $h->kill_kill if $h; }
 
 my $http = HTTP::Tiny->new(timeout => 10);
 my $body;
