@@ -77,6 +77,20 @@ SELECT r.bytes = c.bytes AS restore_read_every_byte, r.windows = c.entries AS re
 -- the sink: the newest of every device
 SELECT count(*) AS devices FROM pg_last;
 
+-- a catch-up: 300,000 records at once put the worker 100,000 or more behind;
+-- while it reads them it shows how many it has read out of them all
+TRUNCATE pg_seen;
+INSERT INTO pg_src (device, temp, ts)
+SELECT g % 5000, g, '2024-01-01 01:00:00+00'::timestamptz + g * interval '1 ms'
+  FROM generate_series(1, 300000) g;
+SELECT pg_wait_for_progress('command = ''catch-up''') AS seen_catching_up;
+SELECT command, phase, bytes_total IS NULL AS no_bytes,
+       rows_total >= 100000 AND rows_total <= 300000 AS rows_total_is_the_backlog,
+       rows_done < rows_total AS part_done
+  FROM pg_seen;
+SELECT weir.checkpoint('pg_last') > 0 AS checkpointed;
+SELECT wait_for_pipeline('pg_last', 'NOT EXISTS (SELECT FROM weir.progress WHERE pipeline = ''pg_last'')') AS caught_up;
+
 -- anyone may look
 CREATE ROLE regress_pg_reader;
 SET ROLE regress_pg_reader;
