@@ -92,9 +92,10 @@ weir_progress_phase(WeirProgressKind kind, WeirProgressPhase phase)
 /*
  * One more chunk of the step of `kind` this process runs: `bytes` and
  * `rows` more done.  For tests, weir.fault_point = 'restore_chunk_slow'
- * makes a restore wait a second after each chunk, so that a test sees it
- * in progress (regress test progress); the wait is on the latch, so the
- * process still answers signals.
+ * (or 'compaction_chunk_slow') makes a restore (a compaction) wait a second
+ * after each chunk, so that a test sees it in progress (regress test
+ * progress, test/t/024_checkpoint_symptoms.pl); the wait is on the latch,
+ * so the process still answers signals.
  */
 void
 weir_progress_advance(WeirProgressKind kind, int64 bytes, int64 rows)
@@ -105,7 +106,8 @@ weir_progress_advance(WeirProgressKind kind, int64 bytes, int64 rows)
 	progress_slot->progress[kind].bytes_done += bytes;
 	progress_slot->progress[kind].rows_done += rows;
 	SpinLockRelease(&progress_slot->mutex);
-	if (kind == WEIR_PROGRESS_RESTORE && weir_fault_point_is("restore_chunk_slow"))
+	if ((kind == WEIR_PROGRESS_RESTORE && weir_fault_point_is("restore_chunk_slow")) ||
+		(kind == WEIR_PROGRESS_COMPACTION && weir_fault_point_is("compaction_chunk_slow")))
 	{
 		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L,
 						 PG_WAIT_EXTENSION);

@@ -27,6 +27,10 @@
 #
 # weir.read_ahead is off: the filter runs in the worker, whose batches it
 # slows (with read-ahead the other process would run it).
+#
+# Last, a compaction (a checkpoint that rewrites the whole state) slowed by
+# weir.fault_point = 'compaction_chunk_slow' shows in weir.progress with
+# every live key as its total, by the checkpoint writer, and leaves it.
 
 use strict;
 use warnings;
@@ -34,6 +38,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use WeirBench;
@@ -195,6 +200,60 @@ is($node->safe_psql('postgres', q{
 SELECT count(*) FROM (SELECT DISTINCT ON (k) k, v, ts FROM ev ORDER BY k, ts DESC) o
   FULL JOIN slow_sink s USING (k) WHERE o IS DISTINCT FROM NULL AND (s.v IS DISTINCT FROM o.v)}),
 	'0', 'the slow sink holds the newest of every key');
+
+# A compaction in progress (weir.progress): a last value over 20,000 keys,
+# every key updated each round and checkpointed every second, until a
+# checkpoint rewrites the whole state (the older chunks hold more than the
+# state twice over plus 1 MB).  weir.fault_point = 'compaction_chunk_slow'
+# makes the process writing it wait a second after each chunk, so that the
+# view shows it: a compaction of exactly the live keys, by the checkpoint
+# writer.
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET weir.fault_point = 'compaction_chunk_slow';
+SELECT pg_reload_conf();
+SELECT weir.create_topic('ev_keys', 'k int, v int, ts timestamptz', partitions => 1);
+SELECT weir.create_last_value('compacting', 'ev_keys', key => 'k', event_time => 'ts',
+							  checkpoint_interval => '1 second');
+});
+ok($node->poll_query_until('postgres',
+		q{SELECT worker_pid IS NOT NULL AND writer_pid IS NOT NULL FROM weir.pipelines WHERE name = 'compacting'}),
+	'compacting runs, with a checkpoint writer');
+my $seen;
+for my $round (1 .. 30)
+{
+	$node->safe_psql('postgres', qq{
+INSERT INTO ev_keys (k, v, ts)
+SELECT g, $round, timestamptz '2024-01-01 00:00:00+00' + $round * interval '1 second'
+  FROM generate_series(1, 20000) g;
+});
+	# until this round is checkpointed, look for a compaction
+	for (my $i = 0; $i < 600; $i++)
+	{
+		my $row = $node->safe_psql('postgres', q{
+SELECT pr.phase || '|' || pr.bytes_done || '|' || pr.bytes_total || '|' || pr.rows_done || '|' ||
+	   pr.rows_total || '|' || (pr.pid = pl.writer_pid)
+  FROM weir.progress pr JOIN weir.pipelines pl ON pl.name = pr.pipeline
+ WHERE pr.pipeline = 'compacting' AND pr.command = 'compaction'});
+		$seen //= $row if $row ne '';
+		last if $node->safe_psql('postgres', q{
+SELECT coalesce(sum(c.records_in), 0) = (SELECT count(*) FROM ev_keys)
+  FROM weir.checkpoints c JOIN weir.pipeline p ON p.id = c.pipeline_id WHERE p.name = 'compacting'}) eq 't';
+		usleep(50_000);
+	}
+	last if defined $seen;
+}
+ok(defined $seen, 'a compaction was seen in weir.progress');
+my ($phase, $bytes_done, $bytes_total, $rows_done, $rows_total, $by_writer) =
+  split /\|/, $seen // '|||||';
+like($phase, qr/^(writing chunks|deleting older chunks)$/, "compaction phase: $phase");
+is($rows_total, 20000, 'a compaction writes every live key');
+ok($bytes_total > 0 && $bytes_done <= $bytes_total && $rows_done <= $rows_total,
+	"compaction: $bytes_done of $bytes_total bytes, $rows_done of $rows_total keys");
+is($by_writer, 'true', 'written by the checkpoint writer');
+$node->safe_psql('postgres', q{ALTER SYSTEM RESET weir.fault_point; SELECT pg_reload_conf();});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM weir.progress WHERE pipeline = 'compacting'}),
+	'the compaction leaves the view when done');
 
 $node->stop;
 done_testing();
