@@ -71,7 +71,12 @@ weir_progress_begin(WeirProgressKind kind, WeirProgressPhase phase, int64 bytes_
 	SpinLockRelease(&progress_slot->mutex);
 }
 
-/* Whether this process has a step of `kind` in progress */
+/*
+ * Whether this process has a step of `kind` in progress.  Read without the
+ * mutex: an entry's pid is set only by the process that runs the step (and
+ * cleared by it, or by a claim of the slot, when no such process is left),
+ * so this process's own answer cannot change under it.
+ */
 static bool
 mine(WeirProgressKind kind)
 {

@@ -24,8 +24,9 @@
  *		attaches and copies.
  *	 WeirPipelineSlot.mutex (spinlock): the slot's scalars (pid, latch,
  *		helpers' pids, watermark, checkpoint ids and tickets, counters of
- *		state, the watermark's holder, restart_now, state image requests)
- *		and, with WeirShmem.lock, who holds the slot.
+ *		state, the watermark's holder, restart_now, state image requests,
+ *		the progress of long steps) and, with WeirShmem.lock, who holds the
+ *		slot.
  *	 WeirPipelineSlot.checkpoint_cv and WeirShmem.pipelines_cv (condition
  *		variables): no data of their own; see below for when they are
  *		broadcast.
