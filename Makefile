@@ -8,6 +8,7 @@ OBJS = \
 	src/base/sql_args.o \
 	src/base/clock.o \
 	src/base/shmem.o \
+	src/base/progress.o \
 	src/topic/partition.o \
 	src/topic/topic.o \
 	src/topic/reader.o \
@@ -32,6 +33,7 @@ OBJS = \
 	src/catalog_sql/catalog_pipeline.o \
 	src/catalog_sql/catalog_counters.o \
 	src/pipeline/pipeline.o \
+	src/pipeline/progress_view.o \
 	src/pipeline/checkpoint_request.o \
 	src/pipeline/worker.o \
 	src/pipeline/checkpoint.o \
@@ -102,7 +104,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 # remote sinks speak libpq (src/sink/remote_link.c), as postgres_fdw does
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic sink_changes checkpoint_summary state_views remote_sink security poison pipeline_counters recovery_target reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic sink_changes checkpoint_summary state_views remote_sink security poison pipeline_counters recovery_target progress reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

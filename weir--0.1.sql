@@ -1192,3 +1192,30 @@ CREATE FUNCTION weir.restore_drill(pipeline text) RETURNS weir.restores
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_restore_drill';
 COMMENT ON FUNCTION weir.restore_drill(text) IS
 	'restore the latest checkpoint of a pipeline into this backend''s scratch memory (the pipeline keeps running), time it, record it in weir.restores as a drill and return that row; a WARNING when it took longer than the recovery target; for members of the pipeline''s owner';
+
+-- ---------------------------------------------------------------------------
+-- Operating state, part "progress and metrics" (issue 20): weir.progress.
+-- ---------------------------------------------------------------------------
+
+-- What the pipelines' processes report of their long steps (base/progress.c)
+CREATE FUNCTION weir._progress_state(
+	OUT pipeline_id integer,
+	OUT pid integer,
+	OUT command text,
+	OUT phase text,
+	OUT started_at timestamptz,
+	OUT bytes_done bigint,
+	OUT bytes_total bigint,
+	OUT rows_done bigint,
+	OUT rows_total bigint)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_progress_state';
+
+CREATE VIEW weir.progress AS
+	SELECT p.name AS pipeline, s.pid, s.command, s.phase, s.started_at,
+		   s.bytes_done, s.bytes_total, s.rows_done, s.rows_total
+	  FROM weir._progress_state() s
+	  JOIN weir.pipeline p ON p.id = s.pipeline_id;
+COMMENT ON VIEW weir.progress IS
+	'one row per long step a pipeline has in progress (restore, compaction, catch-up), in the style of pg_stat_progress_*: process, phase, bytes and rows done and total';
+GRANT SELECT ON weir.progress TO PUBLIC;

@@ -61,9 +61,11 @@ weir_as_pg() {
 # --- 1. packages ----------------------------------------------------------
 # Build and test dependencies.  A fresh CI machine only has the PG15 server
 # and client.  hll and tdigest are not used yet; a later issue needs them.
+# prometheus-postgres-exporter serves contrib/postgres_exporter's queries in
+# test/t/025_exporter_metrics.pl (skipped without it).
 weir_install_packages() {
 	local core=(postgresql-server-dev-15 libipc-run-perl make gcc)
-	local extra=(postgresql-15-hll postgresql-15-tdigest)
+	local extra=(postgresql-15-hll postgresql-15-tdigest prometheus-postgres-exporter)
 	local missing=() p
 
 	if [ "${WEIR_SKIP_APT:-0}" = 1 ]; then

@@ -150,7 +150,9 @@ weir_settings_define(void)
 	 * For tests of exactly-once only (test/t/019_remote_sink.pl): a process
 	 * that reaches the named point exits at once, as a crash there would
 	 * leave things, or (remote_commit_fails) a step fails there
-	 * (sink_remote.c names the points).
+	 * (sink_remote.c names the points); and for weir.progress, a restore
+	 * or compaction that waits a second after each chunk
+	 * (restore_chunk_slow, compaction_chunk_slow: progress.c).
 	 */
 	DefineCustomStringVariable("weir.fault_point",
 							   "Test only: the point at which a weir process exits at once.",

@@ -277,6 +277,7 @@ weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid)
 		found->remote_attempts = 0;
 		found->remote_retry_at = 0;
 		found->remote_error[0] = '\0';
+		memset(found->progress, 0, sizeof(found->progress));
 		SpinLockRelease(&found->mutex);
 		pg_atomic_write_u64(&found->records_in, 0);
 		pg_atomic_write_u64(&found->records_out, 0);

@@ -24,8 +24,9 @@
  *		attaches and copies.
  *	 WeirPipelineSlot.mutex (spinlock): the slot's scalars (pid, latch,
  *		helpers' pids, watermark, checkpoint ids and tickets, counters of
- *		state, the watermark's holder, restart_now, state image requests)
- *		and, with WeirShmem.lock, who holds the slot.
+ *		state, the watermark's holder, restart_now, state image requests,
+ *		the progress of long steps) and, with WeirShmem.lock, who holds the
+ *		slot.
  *	 WeirPipelineSlot.checkpoint_cv and WeirShmem.pipelines_cv (condition
  *		variables): no data of their own; see below for when they are
  *		broadcast.
@@ -138,6 +139,26 @@ typedef struct WeirPartitionSlot
 } WeirPartitionSlot;
 
 /*
+ * What a long step of a pipeline's processes is doing now, for
+ * weir.progress (base/progress.c): one per kind of step (WeirProgressKind),
+ * under the slot's mutex.  Updated at chunk or round granularity, never per
+ * record.  pid 0: none in progress.
+ */
+typedef struct WeirProgress
+{
+	int			pid;			/* the process doing it; 0: none */
+	int			phase;			/* WeirProgressPhase */
+	TimestampTz started_at;
+	int64		bytes_done;		/* bytes */
+	int64		bytes_total;	/* bytes; -1: not known */
+	int64		rows_done;		/* entries (restore, compaction) or records
+								 * (catch-up) */
+	int64		rows_total;		/* same unit; -1: not known */
+} WeirProgress;
+
+#define WEIR_PROGRESS_KINDS 3	/* restore, compaction, catch-up */
+
+/*
  * A running pipeline's shared face: claimed by its worker, read by views and
  * by weir.checkpoint().  Scalars under `mutex`; counters are atomics; see
  * the locking contract at the top of this file.  When the worker leaves,
@@ -231,6 +252,8 @@ typedef struct WeirPipelineSlot
 	int32		remote_attempts;	/* failed attempts at it, or at the link */
 	TimestampTz remote_retry_at;	/* the next one */
 	char		remote_error[256];	/* the last failure's message */
+	/* long steps in progress (base/progress.c), under mutex */
+	WeirProgress progress[WEIR_PROGRESS_KINDS];
 } WeirPipelineSlot;
 
 typedef struct WeirShmem

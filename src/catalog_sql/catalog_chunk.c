@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "base/columns.h"
+#include "base/progress.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_chunk.h"
 
@@ -142,19 +143,65 @@ weir_catalog_apply_chunks(int32 id, int space, List *chunks, int64 first_chunk,
 	ListCell   *lc;
 
 	*deleted_bytes = 0;
+	if (compacted)
+	{
+		int64		bytes = 0;
+		int64		entries = 0;
+
+		foreach(lc, chunks)
+		{
+			WeirChunk  *c = lfirst(lc);
+
+			bytes += VARSIZE_ANY_EXHDR(c->data);
+			entries += c->entries;
+		}
+		weir_progress_begin(WEIR_PROGRESS_COMPACTION, WEIR_PHASE_WRITING_CHUNKS, bytes, entries);
+	}
 	foreach(lc, chunks)
 	{
 		WeirChunk  *c = lfirst(lc);
 
 		weir_catalog_write_chunk(id, space, next++, c->expires_at, c->entries, c->data);
+		if (compacted)
+			weir_progress_advance(WEIR_PROGRESS_COMPACTION, VARSIZE_ANY_EXHDR(c->data),
+								  c->entries);
 	}
 	if (compacted)
+	{
+		weir_progress_phase(WEIR_PROGRESS_COMPACTION, WEIR_PHASE_DELETING_CHUNKS);
 		(void) weir_catalog_delete_chunks(id, space, DT_NOBEGIN, first_chunk,
 										  &deleted_entries);
+		weir_progress_end(WEIR_PROGRESS_COMPACTION);
+	}
 	else if (!TIMESTAMP_NOT_FINITE(watermark))
 		*deleted_bytes = weir_catalog_delete_chunks(id, space, watermark, 0,
 													&deleted_entries);
 	return deleted_entries;
+}
+
+/*
+ * What a pipeline's chunks hold, in every space: data bytes and entry
+ * images (the totals of a restore, for weir.progress).  octet_length reads
+ * the size a TOASTed value has once detoasted without detoasting it.
+ */
+void
+weir_catalog_chunks_size(int32 id, int64 *bytes, int64 *entries)
+{
+	WeirCatalogPrivilege p;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	bool		isnull;
+
+	weir_catalog_privileged_begin(&p);
+	weir_catalog_exec("SELECT coalesce(sum(octet_length(data)), 0)::bigint, "
+					  "coalesce(sum(entries), 0)::bigint "
+					  "FROM weir.pipeline_chunk WHERE pipeline_id = $1",
+					  1, types, values, NULL, SPI_OK_SELECT);
+	*bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										 &isnull));
+	*entries = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+										   &isnull));
+	weir_catalog_privileged_end(&p);
 }
 
 /*
@@ -178,7 +225,7 @@ weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
 	*next_chunk = 1;
 	weir_catalog_privileged_begin(&p);
 	check_format(id, space);
-	plan = SPI_prepare("SELECT chunk, data FROM weir.pipeline_chunk "
+	plan = SPI_prepare("SELECT chunk, data, entries FROM weir.pipeline_chunk "
 					   "WHERE pipeline_id = $1 AND space = $2 ORDER BY chunk", 2, types);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -200,6 +247,10 @@ weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
 		*bytes += VARSIZE_ANY_EXHDR(data);
 		*next_chunk = chunk + 1;
 		chunks++;
+		/* a restoring worker's weir.progress, chunk by chunk */
+		weir_progress_advance(WEIR_PROGRESS_RESTORE, VARSIZE_ANY_EXHDR(data),
+							  DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3,
+														  &isnull)));
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);

@@ -49,6 +49,7 @@ extern int64 weir_catalog_delete_chunks(int32 id, int space, TimestampTz waterma
 extern int64 weir_catalog_apply_chunks(int32 id, int space, List *chunks,
 									   int64 first_chunk, bool compacted,
 									   TimestampTz watermark, int64 *deleted_bytes);
+extern void weir_catalog_chunks_size(int32 id, int64 *bytes, int64 *entries);
 extern int64 weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb,
 									  void *arg, int64 *bytes, int64 *next_chunk);
 

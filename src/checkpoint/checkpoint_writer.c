@@ -59,6 +59,7 @@
 #include "utils/timestamp.h"
 
 #include "base/process_memory.h"
+#include "base/progress.h"
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "base/transaction.h"
@@ -369,6 +370,8 @@ writer_setup(int32 id)
 	w->slot = weir_shmem_pipeline(id, false);
 	if (w->slot == NULL)
 		proc_exit(0);
+	/* a compaction it writes shows in weir.progress */
+	weir_progress_attach(w->slot);
 	w->sink = weir_sink_open(&w->row, w->plan, w->slot, cxt);
 	writer_activity = psprintf("weir: writing a checkpoint of pipeline %s", w->row.name);
 	weir_transaction_end();

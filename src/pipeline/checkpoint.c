@@ -45,7 +45,9 @@
 #include "base/clock.h"
 #include "base/columns.h"
 #include "base/dead_letter.h"
+#include "base/progress.h"
 #include "base/transaction.h"
+#include "catalog_sql/catalog_chunk.h"
 #include "catalog_sql/catalog_counters.h"
 #include "catalog_sql/catalog_pipeline.h"
 #include "catalog_sql/catalog_restores.h"
@@ -201,6 +203,9 @@ weir_checkpoint_restore(WeirWorker *w)
 
 	weir_transaction_begin();
 	MemoryContextSwitchTo(w->in.cxt);
+	/* weir.progress: the totals are what the chunks hold (one cheap scan) */
+	weir_catalog_chunks_size(w->in.row.id, &bytes, &entries);
+	weir_progress_begin(WEIR_PROGRESS_RESTORE, WEIR_PHASE_LOADING_POSITIONS, bytes, entries);
 	weir_catalog_load_positions(w->in.row.id, w->in.partitions, w->in.pos, w->in.max_event_time);
 	w->checkpoint_id = weir_catalog_last_checkpoint(w->in.row.id, &watermark);
 	/* written by the same transactions as the checkpoints: the same one */
@@ -215,12 +220,14 @@ weir_checkpoint_restore(WeirWorker *w)
 	w->watermark = watermark;
 	w->watermark_published = watermark;
 	/* without the slot's lock: readers find the store once restored (worker.c) */
+	weir_progress_phase(WEIR_PROGRESS_RESTORE, WEIR_PHASE_READING_CHUNKS);
 	entries = w->op->ops->restore(w->op, w->in.row.id, watermark, &bytes, &owes_rows);
 	if (owes_rows)
 		w->changed = true;
 	ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 	weir_catalog_insert_restore(w->in.row.id, w->checkpoint_id, false, ms, bytes, entries, &rec);
 	weir_transaction_end();
+	weir_progress_end(WEIR_PROGRESS_RESTORE);
 	/* the time to the first record and back to the rate are written later */
 	weir_restore_follow_begin(&w->follow, rec.id, GetCurrentTimestamp(), rec.rate_before);
 	MemoryContextSwitchTo(w->in.cxt);

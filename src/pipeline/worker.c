@@ -58,6 +58,7 @@
 #include "base/clock.h"
 #include "base/dead_letter.h"
 #include "base/process_memory.h"
+#include "base/progress.h"
 #include "base/transaction.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_pipeline.h"
@@ -701,6 +702,7 @@ run(WeirWorker *w)
 		else if (now >= w->next_checkpoint)
 			w->next_checkpoint = now + w->checkpoint_interval;	/* nothing changed */
 		publish(w, lag);
+		weir_progress_round(got, caught_up ? 0 : lag);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		/* memory kept for the next busy spell goes back when idle a while */
@@ -856,6 +858,8 @@ weir_worker_main(Datum main_arg)
 					 errmsg("too many pipelines running"),
 					 errhint("Raise weir.max_pipelines (and max_worker_processes) and restart the server.")));
 		before_shmem_exit(worker_detach, PointerGetDatum(slot));
+		/* its restore, compactions and catch-ups show in weir.progress */
+		weir_progress_attach(slot);
 
 		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
 		weir_agg_set_user_code_lock(&slot->lock);
