@@ -62,7 +62,7 @@ weir_as_pg() {
 # Build and test dependencies.  A fresh CI machine only has the PG15 server
 # and client.  hll and tdigest are not used yet; a later issue needs them.
 # prometheus-postgres-exporter serves contrib/postgres_exporter's queries in
-# test/t/025_exporter_metrics.pl (skipped without it).
+# test/t/025_exporter_metrics.pl (which fails without it, unless WEIR_SKIP_APT=1).
 weir_install_packages() {
 	local core=(postgresql-server-dev-15 libipc-run-perl make gcc)
 	local extra=(postgresql-15-hll postgresql-15-tdigest prometheus-postgres-exporter)
