@@ -105,6 +105,8 @@
 #include "storage/spin.h"
 #include "utils/dsa.h"
 
+#include "base/state_samples.h"
+
 /*
  * One producing transaction's claim on a partition: the lowest position it
  * holds there.  Readers may not pass it until the transaction has ended.
@@ -231,6 +233,8 @@ typedef struct WeirPipelineSlot
 	int32		remote_attempts;	/* failed attempts at it, or at the link */
 	TimestampTz remote_retry_at;	/* the next one */
 	char		remote_error[256];	/* the last failure's message */
+	/* for weir.state_stats (state_samples.h), under mutex; reset at claim */
+	WeirStateSamples stats;
 } WeirPipelineSlot;
 
 typedef struct WeirShmem
