@@ -1152,7 +1152,8 @@ CREATE FUNCTION weir._state_stats(
 	OUT value_growth_rate float8,
 	OUT rates_over interval,
 	OUT in_worker_bytes_per_entry_then float8,
-	OUT measured_at timestamptz)
+	OUT measured_at timestamptz,
+	OUT event_time_rate float8)
 RETURNS SETOF record
 	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_state_stats';
 
@@ -1172,8 +1173,8 @@ CREATE VIEW weir.state_stats AS
 				WHEN 'join' THEN 'join_bound'
 				ELSE 'none' END AS retention_rule,
 		   pl.retention,
-		   s.arrival_rate, s.entry_growth_rate, s.byte_growth_rate, s.value_growth_rate,
-		   s.in_worker_bytes_per_entry_then, s.rates_over,
+		   s.arrival_rate, s.event_time_rate, s.entry_growth_rate, s.byte_growth_rate,
+		   s.value_growth_rate, s.in_worker_bytes_per_entry_then, s.rates_over,
 		   s.watermark, s.newest_event_time,
 		   s.newest_event_time - s.watermark AS watermark_behind_events,
 		   s.measured_at - s.watermark AS watermark_behind_clock,
@@ -1263,14 +1264,15 @@ BEGIN
 		ELSE
 			life := CASE p.operator WHEN 'dedup' THEN p.horizon WHEN 'last_value' THEN p.ttl
 						ELSE p.right_before + p.right_after END + p.out_of_orderness;
-			IF s.arrival_rate IS NOT NULL THEN
-				e_entries := ceil(s.arrival_rate * extract(epoch FROM life));
-				why := format('arrival rate %s records/s x %s (%s + out_of_orderness), as long as the rate holds',
-							  round(s.arrival_rate::numeric, 1), life,
+			-- records per second of event time: the span above is event time
+			IF s.event_time_rate IS NOT NULL THEN
+				e_entries := ceil(s.event_time_rate * extract(epoch FROM life));
+				why := format('%s records per second of event time x %s (%s + out_of_orderness), as long as the rate holds',
+							  round(s.event_time_rate::numeric, 1), life,
 							  CASE p.operator WHEN 'dedup' THEN 'horizon' WHEN 'last_value' THEN 'ttl'
 								   ELSE 'right_before + right_after' END);
 			ELSE
-				why := format('arrival rate x %s, but no rate is measured yet (weir.track_state_stats off, or no sample yet)', life);
+				why := format('records per second of event time x %s, but no rate is measured yet (weir.track_state_stats off, or no sample with an event time yet)', life);
 			END IF;
 		END IF;
 		e_bytes := ceil(e_entries * per_entry);

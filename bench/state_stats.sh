@@ -26,7 +26,9 @@
 # stdout: state_stats_on and state_stats_off (events/s, best of RUNS),
 # ratio.state_stats_on_vs_state_stats_off (best / best) and its
 # paired_median (the median over rounds of on / off in the same round: the
-# figure to read; the target is 0.97 or more), and the cost in percent.
+# figure to read; the target is 0.97 or more), and the cost in percent;
+# the least worker CPU time of each (bench/lib.sh worker_start_figure) and
+# ratio.worker_cpu_on_vs_off.paired_median (on / off, the median over rounds).
 #
 # Knobs: N, RUNS (default 5), KEYS, TIMEOUT (seconds weir.checkpoint() may
 # wait, default 600), WEIR_PORT, WEIR_BENCH_INSTALLED (bench/common.sh).
@@ -117,5 +119,17 @@ if valid state_stats_on && valid state_stats_off; then
 	ratio_lines state_stats_on state_stats_off
 	echo "state_stats.cost_pct: $(awk -v r="$(paired_ratio state_stats_on state_stats_off)" \
 		'BEGIN { printf "%.1f", (1 - r) * 100 }') %"
+	# the worker's CPU time per run (user + system, /proc): steadier than
+	# wall-clock rates on a shared machine; the median over rounds of
+	# on / off in the same round (runs in round order in WORKER_CPU)
+	worker_start_figure state_stats_on
+	worker_start_figure state_stats_off
+	if [ -n "${WORKER_CPU[state_stats_on]:-}" ] && [ -n "${WORKER_CPU[state_stats_off]:-}" ]; then
+		echo "ratio.worker_cpu_on_vs_off.paired_median: $(paste <(tr ' ' '\n' <<<"${WORKER_CPU[state_stats_on]}") \
+			<(tr ' ' '\n' <<<"${WORKER_CPU[state_stats_off]}") |
+			awk '$1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g |
+			awk '{ v[NR] = $1 } END { if (NR == 0) printf "n/a"; else if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
+				  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+	fi
 fi
 finish

@@ -41,6 +41,7 @@ typedef struct WeirStateSample
 	int64		bytes;			/* state bytes, in-worker ones included */
 	int64		in_worker_bytes;	/* generic aggregate states in the
 									 * worker's own memory */
+	TimestampTz newest_event_time;	/* then; DT_NOBEGIN: none yet */
 } WeirStateSample;
 
 typedef struct WeirStateSamples

@@ -130,6 +130,7 @@ weir_state_stats_note(WeirStateSamples *stats, TimestampTz sample_at,
 	s->entries = entries;
 	s->bytes = bytes;
 	s->in_worker_bytes = in_worker_bytes;
+	s->newest_event_time = newest_event_time;
 	stats->next = (stats->next + 1) % WEIR_STATE_SAMPLES;
 	if (stats->n < WEIR_STATE_SAMPLES)
 		stats->n++;
@@ -303,7 +304,7 @@ per_second(double delta, TimestampTz us)
 	return delta * USECS_PER_SEC / (double) us;
 }
 
-#define STATE_STATS_COLS 19
+#define STATE_STATS_COLS 20
 
 /*
  * weir._state_stats(pipeline_id integer, operator text): one row while a
@@ -411,6 +412,29 @@ weir_state_stats(PG_FUNCTION_ARGS)
 	}
 	values[18] = TimestampTzGetDatum(now);
 	nulls[18] = false;
+	/*
+	 * Records per second of event time: what bounds state kept for a span
+	 * of event time (a dedup horizon, a ttl, a join bound), whether the
+	 * worker reads live records or a backlog.  From the oldest sample that
+	 * had an event time to the newest event time now.
+	 */
+	nulls[19] = true;
+	for (int k = 0; k < stats.n; k++)
+	{
+		int			at = stats.n < WEIR_STATE_SAMPLES ? k : (stats.next + k) % WEIR_STATE_SAMPLES;
+		WeirStateSample *s = &stats.ring[at];
+
+		if (TIMESTAMP_NOT_FINITE(s->newest_event_time))
+			continue;
+		if (!TIMESTAMP_NOT_FINITE(stats.newest_event_time) &&
+			stats.newest_event_time > s->newest_event_time)
+		{
+			values[19] = Float8GetDatum(per_second(records_now - s->records_in,
+												   stats.newest_event_time - s->newest_event_time));
+			nulls[19] = false;
+		}
+		break;
+	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }
