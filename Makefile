@@ -57,6 +57,7 @@ OBJS = \
 	src/pipeline/restore_follow.o \
 	src/catalog_sql/catalog_restores.o \
 	src/pipeline/state_image.o \
+	src/pipeline/state_stats.o \
 	src/sink/bulk.o \
 	src/sink/sink_rows.o \
 	src/sink/sink_order.o \
@@ -104,7 +105,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 # remote sinks speak libpq (src/sink/remote_link.c), as postgres_fdw does
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic sink_changes checkpoint_summary state_views remote_sink security poison pipeline_counters recovery_target progress reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic sink_changes checkpoint_summary state_views remote_sink security poison pipeline_counters recovery_target progress explain_state reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

@@ -1219,3 +1219,192 @@ CREATE VIEW weir.progress AS
 COMMENT ON VIEW weir.progress IS
 	'one row per long step a pipeline has in progress (restore, compaction, catch-up), in the style of pg_stat_progress_*: process, phase, bytes and rows done and total';
 GRANT SELECT ON weir.progress TO PUBLIC;
+
+------------------------------------------------------------------------------
+-- Operating state (issue 20): weir.state_stats and weir.explain_state
+------------------------------------------------------------------------------
+
+-- The figures of a running pipeline's state (pipeline/state_stats.c): from
+-- its store, walked under its slot's shared lock, and from the samples its
+-- worker keeps in the slot; no row when no worker of it runs.
+CREATE FUNCTION weir._state_stats(
+	pipeline_id integer,
+	operator text,
+	OUT keys bigint,
+	OUT entries bigint,
+	OUT entries_per_key_max bigint,
+	OUT entries_per_key_mean float8,
+	OUT bytes bigint,
+	OUT entry_bytes bigint,
+	OUT in_worker_bytes bigint,
+	OUT value_bytes_max bigint,
+	OUT value_bytes_mean float8,
+	OUT oldest_event_time timestamptz,
+	OUT watermark timestamptz,
+	OUT newest_event_time timestamptz,
+	OUT arrival_rate float8,
+	OUT entry_growth_rate float8,
+	OUT byte_growth_rate float8,
+	OUT value_growth_rate float8,
+	OUT rates_over interval,
+	OUT in_worker_bytes_per_entry_then float8,
+	OUT measured_at timestamptz,
+	OUT event_time_rate float8)
+RETURNS SETOF record
+	LANGUAGE C STRICT VOLATILE AS 'MODULE_PATHNAME', 'weir_state_stats';
+
+-- Figures only (no key, no value, nothing of the owner's runs): for all, as
+-- weir.pipelines.
+CREATE VIEW weir.state_stats AS
+	SELECT p.name AS pipeline, pl.owner, p.operator,
+		   s.keys, s.entries, s.entries_per_key_max, s.entries_per_key_mean,
+		   s.bytes, s.entry_bytes, s.in_worker_bytes,
+		   s.value_bytes_max, s.value_bytes_mean,
+		   s.oldest_event_time,
+		   s.watermark - s.oldest_event_time AS oldest_entry_age,
+		   CASE p.operator
+				WHEN 'window' THEN 'window_end_lateness'
+				WHEN 'dedup' THEN CASE WHEN p.horizon IS NULL THEN 'none' ELSE 'horizon' END
+				WHEN 'last_value' THEN CASE WHEN p.ttl IS NULL THEN 'none' ELSE 'ttl' END
+				WHEN 'join' THEN 'join_bound'
+				ELSE 'none' END AS retention_rule,
+		   pl.retention,
+		   s.arrival_rate, s.event_time_rate, s.entry_growth_rate, s.byte_growth_rate,
+		   s.value_growth_rate, s.in_worker_bytes_per_entry_then, s.rates_over,
+		   s.watermark, s.newest_event_time,
+		   s.newest_event_time - s.watermark AS watermark_behind_events,
+		   s.measured_at - s.watermark AS watermark_behind_clock,
+		   s.measured_at
+	  FROM weir.pipeline p
+	  JOIN weir.pipelines pl ON pl.name = p.name
+	 CROSS JOIN LATERAL weir._state_stats(p.id, p.operator) s;
+COMMENT ON VIEW weir.state_stats IS
+	'one row per running pipeline: its operator''s keys, entries and entries per key, bytes held and needed, value sizes, oldest entry''s event time, retention rule, arrival and growth rates over the last samples, and how far the watermark trails the newest event time and the clock';
+GRANT SELECT ON weir.state_stats TO PUBLIC;
+
+CREATE FUNCTION weir.explain_state(pipeline text)
+RETURNS TABLE (line integer, operator text, question text, answer text, verdict text,
+			   expected_entries bigint, expected_bytes bigint)
+	LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	p weir.pipeline;
+	s weir.state_stats;
+	warning text;
+	stalled text;
+	per_entry float8;
+	life interval;
+	open_per_key float8;
+	v text;
+	why text;
+	e_entries bigint;
+	e_bytes bigint;
+	lines text[];
+	questions text[] := ARRAY['keys', 'values', 'lifetime', 'watermark', 'growth', 'verdict'];
+BEGIN
+	IF pipeline IS NULL THEN
+		RAISE EXCEPTION 'pipeline must not be null' USING ERRCODE = '22004';
+	END IF;
+	SELECT * INTO p FROM weir.pipeline wp WHERE wp.name = explain_state.pipeline;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'pipeline "%" does not exist', pipeline USING ERRCODE = '42704',
+			HINT = 'See weir.pipelines for the pipelines of this database.';
+	END IF;
+	SELECT * INTO s FROM weir.state_stats ss WHERE ss.pipeline = explain_state.pipeline;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'pipeline "%" is not running', pipeline USING ERRCODE = '55000',
+			DETAIL = 'Its state is measured in its worker''s memory.',
+			HINT = 'Start it with weir.start(), and see weir.pipelines for its status.';
+	END IF;
+	-- the silent partition and its holder, as weir.pipelines detects them
+	SELECT pl.state_warning INTO warning FROM weir.pipelines pl WHERE pl.name = p.name;
+	stalled := substring(warning FROM 'watermark stalled: .*');
+	per_entry := CASE WHEN s.entries > 0 THEN s.bytes::float8 / s.entries END;
+
+	IF p.operator = 'projection' THEN
+		v := 'bounded';
+		e_entries := 0;
+		e_bytes := 0;
+		why := 'a projection keeps no state';
+	ELSIF s.retention_rule = 'none' THEN
+		v := 'growing_new_keys';
+		why := format('every new key adds an entry that never leaves (%s): the state grows with the number of distinct keys ever seen, %s now',
+					  s.retention, s.keys);
+	ELSIF stalled IS NOT NULL THEN
+		v := 'growing_watermark_stalled';
+		why := 'nothing that waits for the watermark leaves while it does not move: ' ||
+			   substring(stalled FROM length('watermark stalled: ') + 1);
+	ELSIF s.value_growth_rate > 0 AND s.entries > 0 AND s.in_worker_bytes_per_entry_then IS NOT NULL
+		  AND s.in_worker_bytes::float8 / s.entries > 1.25 * s.in_worker_bytes_per_entry_then THEN
+		v := 'growing_values';
+		why := format('values accumulate: each entry''s aggregate state in the worker grew from %s to %s bytes over the last %s, with no more entries to explain it (an aggregate such as array_agg in a window that does not close keeps every value)',
+					  round(s.in_worker_bytes_per_entry_then::numeric), round(s.in_worker_bytes::numeric / s.entries),
+					  date_trunc('second', s.rates_over));
+	ELSE
+		v := 'bounded';
+		IF p.operator = 'window' AND (p.windowing).kind = 'session' THEN
+			-- a closed session leaves once the watermark passes its end + lateness
+			open_per_key := 1 + ceil(extract(epoch FROM p.out_of_orderness + p.allowed_lateness) /
+									 extract(epoch FROM (p.windowing).gap));
+			e_entries := ceil(greatest(s.keys, 1) * open_per_key);
+			why := format('%s keys x %s open sessions each (1 + (out_of_orderness %s + allowed_lateness %s) / gap %s)',
+						  s.keys, open_per_key, p.out_of_orderness, p.allowed_lateness, (p.windowing).gap);
+		ELSIF p.operator = 'window' THEN
+			-- windows whose end + lateness the watermark has not passed,
+			-- up to the newest event time (the watermark + out_of_orderness)
+			open_per_key := ceil(extract(epoch FROM (p.windowing).size + p.out_of_orderness + p.allowed_lateness) /
+								 extract(epoch FROM coalesce((p.windowing).slide, (p.windowing).size)));
+			e_entries := ceil(greatest(s.keys, 1) * open_per_key);
+			why := format('%s keys x %s open windows each ((size %s + out_of_orderness %s + allowed_lateness %s) / slide %s)',
+						  s.keys, open_per_key, (p.windowing).size, p.out_of_orderness, p.allowed_lateness,
+						  coalesce((p.windowing).slide, (p.windowing).size));
+		ELSE
+			life := CASE p.operator WHEN 'dedup' THEN p.horizon WHEN 'last_value' THEN p.ttl
+						ELSE p.right_before + p.right_after END + p.out_of_orderness;
+			-- records per second of event time: the span above is event time
+			IF s.event_time_rate IS NOT NULL THEN
+				e_entries := ceil(s.event_time_rate * extract(epoch FROM life));
+				why := format('%s records per second of event time x %s (%s + out_of_orderness), as long as the rate holds',
+							  round(s.event_time_rate::numeric, 1), life,
+							  CASE p.operator WHEN 'dedup' THEN 'horizon' WHEN 'last_value' THEN 'ttl'
+								   ELSE 'right_before + right_after' END);
+			ELSE
+				why := format('records per second of event time x %s, but no rate is measured yet (weir.track_state_stats off, or no sample with an event time yet)', life);
+			END IF;
+		END IF;
+		e_bytes := ceil(e_entries * per_entry);
+	END IF;
+
+	lines := ARRAY[
+		format('%s keys, %s entries (%s per key on average, at most %s)',
+			   s.keys, s.entries, coalesce(round(s.entries_per_key_mean::numeric, 1)::text, 'none'),
+			   coalesce(s.entries_per_key_max::text, 'none')),
+		format('%s bytes held (%s needed by the entries, %s of aggregate states in the worker); values of %s bytes on average, at most %s in shared memory',
+			   s.bytes, s.entry_bytes, s.in_worker_bytes,
+			   coalesce(round(s.value_bytes_mean::numeric)::text, 'none'),
+			   coalesce(s.value_bytes_max::text, 'none')),
+		format('oldest entry at event time %s, %s behind the watermark; retention: %s',
+			   coalesce(s.oldest_event_time::text, 'none'), coalesce(s.oldest_entry_age::text, 'unknown'),
+			   s.retention),
+		CASE WHEN s.watermark IS NULL THEN 'no watermark yet: no partition has shown an event time'
+			 ELSE format('watermark %s, %s behind the newest event time and %s behind the clock',
+						 s.watermark, coalesce(s.watermark_behind_events::text, 'unknown'),
+						 date_trunc('second', s.watermark_behind_clock)) END
+			|| coalesce('; ' || stalled, ''),
+		CASE WHEN s.rates_over IS NULL THEN 'not measured: weir.track_state_stats is off, or no sample yet'
+			 ELSE format('over the last %s: %s records/s arrive, entries change by %s/s, bytes by %s/s',
+						 date_trunc('second', s.rates_over), round(s.arrival_rate::numeric, 1),
+						 round(s.entry_growth_rate::numeric, 1), round(s.byte_growth_rate::numeric)) END,
+		v || ': ' || why
+			|| CASE WHEN v = 'bounded' AND e_entries IS NOT NULL
+					THEN format('; expected at most about %s entries, %s bytes', e_entries,
+								coalesce(e_bytes::text, 'unknown'))
+					ELSE '' END];
+	FOR i IN 1 .. 6 LOOP
+		RETURN QUERY SELECT i, p.operator, questions[i], lines[i], v,
+							CASE WHEN v = 'bounded' THEN e_entries END,
+							CASE WHEN v = 'bounded' THEN e_bytes END;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION weir.explain_state(text) IS
+	'why a running pipeline''s state has its size: keys and entries per key, values, how long entries live, the watermark, growth over the last samples, and a verdict (bounded with the size it expects, growing_new_keys, growing_values, growing_watermark_stalled)';

@@ -24,6 +24,7 @@
 
 #include "base/clock.h"
 #include "base/settings.h"
+#include "pipeline/state_stats.h"
 
 bool		weir_preloaded = false;
 char	   *weir_database = NULL;
@@ -175,6 +176,7 @@ weir_settings_define(void)
 							 NULL, NULL, NULL);
 
 	weir_clock_define_gucs();
+	weir_state_stats_define_gucs();
 
 	MarkGUCPrefixReserved("weir");
 }

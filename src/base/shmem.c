@@ -303,6 +303,11 @@ weir_shmem_claim_pipeline(int32 pipeline_id, int *holder_pid)
 			found->latch = &MyProc->procLatch;
 			/* until its worker restores them, the view shows the committed ones */
 			found->counters_restored = false;
+			found->stats.n = 0;
+			found->stats.next = 0;
+			found->stats.newest_event_time = DT_NOBEGIN;
+			found->stats.in_worker_bytes = 0;
+			found->stats.walk.at = 0;
 		}
 		SpinLockRelease(&found->mutex);
 		if (*holder_pid != 0)

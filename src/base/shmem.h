@@ -106,6 +106,8 @@
 #include "storage/spin.h"
 #include "utils/dsa.h"
 
+#include "base/state_samples.h"
+
 /*
  * One producing transaction's claim on a partition: the lowest position it
  * holds there.  Readers may not pass it until the transaction has ended.
@@ -254,6 +256,8 @@ typedef struct WeirPipelineSlot
 	char		remote_error[256];	/* the last failure's message */
 	/* long steps in progress (base/progress.c), under mutex */
 	WeirProgress progress[WEIR_PROGRESS_KINDS];
+	/* for weir.state_stats (state_samples.h), under mutex; reset at claim */
+	WeirStateSamples stats;
 } WeirPipelineSlot;
 
 typedef struct WeirShmem

@@ -71,6 +71,7 @@
 #include "pipeline/read_ahead.h"
 #include "pipeline/skip.h"
 #include "pipeline/state_image.h"
+#include "pipeline/state_stats.h"
 #include "pipeline/worker.h"
 #include "sink/sink_open.h"
 
@@ -415,7 +416,12 @@ publish(WeirWorker *w, int64 lag)
 {
 	/* with the expired entries that wait for the checkpoint: memory they hold */
 	int64		entries = w->store->root->used + w->op->ops->held_entries(w->op);
+	TimestampTz newest = DT_NOBEGIN;
+	/* a sample for weir.state_stats is due (state_stats.c): one clock read */
+	TimestampTz sample_at = weir_state_stats_sample_due(w->slot);
 
+	for (int p = 0; p < w->in.partitions; p++)
+		newest = Max(newest, w->in.max_event_time[p]);
 	SpinLockAcquire(&w->slot->mutex);
 	w->slot->watermark = w->watermark;
 	w->slot->windows = entries;
@@ -438,6 +444,9 @@ publish(WeirWorker *w, int64 lag)
 		w->slot->holder_chained = w->in.sides[s].chained;
 		w->slot->holder_moved_at = w->chain_moved_at[w->watermark_holder];
 	}
+	weir_state_stats_note(&w->slot->stats, sample_at, newest,
+						  (int64) pg_atomic_read_u64(&w->slot->records_in), entries,
+						  w->slot->state_bytes, w->local_bytes);
 	SpinLockRelease(&w->slot->mutex);
 }
 
