@@ -61,6 +61,30 @@ SELECT n, hll_cardinality(visitors)::int AS distinct_visitors,
 SELECT count(*) >= 2 AS restored FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipeline_id
  WHERE p.name = 'visits_5m';
 
+-- a by-reference state replaced at every record (an array grown by
+-- array_append) keeps only its current value: 20,000 records into one
+-- window stay far below max_state_memory (every former array left behind
+-- would take about 800 MB), and the window equals SQL's answer
+CREATE AGGREGATE int_collect(int) (sfunc = array_append, stype = int[],
+                                   combinefunc = array_cat, initcond = '{}');
+SELECT weir.create_topic('collect', 'k int, v int, ts timestamptz');
+SELECT weir.create_pipeline('collect_1h', 'collect', key => 'k', event_time => 'ts',
+       windowing => weir.tumbling('1 hour'), aggregates => 'int_collect(v) AS vs',
+       max_state_memory => 64 * 1024 * 1024) > 0 AS created;
+INSERT INTO collect (k, v, ts)
+SELECT 1, g, '2026-01-01 00:00:00+00'::timestamptz + g * interval '10 ms' FROM generate_series(1, 20000) g;
+INSERT INTO collect (k, v, ts) VALUES (2, 0, '2026-01-01 03:00:00+00');
+SELECT weir.checkpoint('collect_1h') > 0 AS checkpointed;
+SELECT status, state_bytes < 16 * 1024 * 1024 AS small FROM weir.pipelines WHERE name = 'collect_1h';
+SELECT cardinality(vs) AS n,
+       (SELECT array_agg(x ORDER BY x) FROM unnest(vs) x) =
+       (SELECT array_agg(v ORDER BY v) FROM collect WHERE k = 1) AS equal_to_array_agg
+  FROM collect_1h WHERE k = 1;
+SELECT weir.drop_pipeline('collect_1h');
+DROP TABLE collect_1h;
+SELECT weir.drop_topic('collect');
+DROP AGGREGATE int_collect(int);
+
 -- aggregates whose state cannot be kept are refused
 SELECT weir.create_pipeline('bad', 'visits', key => 'site', event_time => 'ts',
        windowing => weir.tumbling('1 minute'), aggregates => 'string_agg(visitor::text, '','')');

@@ -51,6 +51,7 @@
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/expandeddatum.h"
 #include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -677,18 +678,56 @@ generic_state(WeirAggSpec *agg, char *states)
 	return *slot;
 }
 
-/* Keep a new value in a part, copying it into the part's context. */
+/*
+ * Keep a new value in a part, copying it into the part's context, and free
+ * the value it replaces, as nodeAgg does (ExecAggTransReparent): a part
+ * lives as long as its window, and a by-reference state replaced at every
+ * record (an array grown by array_append, a text by textcat) would
+ * otherwise leave each former value behind in it, the part's memory
+ * growing with the square of its inputs.  Only a value in the part's own
+ * context is freed (every kept value is: it was copied there); an internal
+ * state belongs to the part's context as a whole.  Where nodeAgg keeps a
+ * read-write expanded object as it is, a part keeps it flat (below).
+ */
 static void
 keep_value(WeirAggSpec *agg, GenericPart *part, Datum value, bool isnull)
 {
-	if (!isnull && !agg->transtypebyval && agg->transtype != INTERNALOID &&
-		DatumGetPointer(value) != DatumGetPointer(part->value) &&
-		!MemoryContextContains(part->cxt, DatumGetPointer(value)))
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(part->cxt);
+	Datum		old = part->value;
+	bool		old_isnull = part->isnull;
 
-		value = datumCopy(value, false, agg->transtypelen);
-		MemoryContextSwitchTo(oldcxt);
+	if (!agg->transtypebyval && agg->transtype != INTERNALOID &&
+		DatumGetPointer(value) != DatumGetPointer(old))
+	{
+		if (!isnull && DatumIsReadWriteExpandedObject(value, false, agg->transtypelen))
+		{
+			/*
+			 * A read-write expanded object (array_append makes one, in a
+			 * context under the aggregate context it finds: this part's) is
+			 * the caller's to free: kept flat, as every value of a part is
+			 * (checkpoints and images copy its bytes), then deleted.
+			 */
+			MemoryContext oldcxt = MemoryContextSwitchTo(part->cxt);
+			Datum		flat = datumCopy(value, false, agg->transtypelen);
+
+			MemoryContextSwitchTo(oldcxt);
+			DeleteExpandedObject(value);
+			value = flat;
+		}
+		else if (!isnull && !MemoryContextContains(part->cxt, DatumGetPointer(value)))
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(part->cxt);
+
+			value = datumCopy(value, false, agg->transtypelen);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		if (!old_isnull && DatumGetPointer(old) != NULL &&
+			MemoryContextContains(part->cxt, DatumGetPointer(old)))
+		{
+			if (DatumIsReadWriteExpandedObject(old, false, agg->transtypelen))
+				DeleteExpandedObject(old);
+			else
+				pfree(DatumGetPointer(old));
+		}
 	}
 	part->value = value;
 	part->isnull = isnull;
