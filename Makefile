@@ -98,7 +98,7 @@ OBJS = \
 	src/capture/change_read.o
 
 EXTENSION = weir
-DATA = weir--0.1.sql
+DATA = weir--0.1.sql weir--0.1--0.2.sql
 PGFILEDESC = "weir - stream processing inside PostgreSQL"
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
