@@ -241,17 +241,45 @@ copy_failed(PGconn *conn, PGresult *res, const char *what)
 			 detail ? errdetail_internal("%s", detail) : 0));
 }
 
+/* Queue `len` bytes of COPY data, waiting only while libpq cannot take them */
+static void
+put_copy_data(PGconn *conn, const char *data, Size len, const char *what)
+{
+	Size		sent = 0;
+
+	while (sent < len)
+	{
+		int			piece = (int) Min(len - sent, (Size) 1024 * 1024);
+		int			rc = PQputCopyData(conn, data + sent, piece);
+
+		if (rc < 0)
+			copy_failed(conn, NULL, what);
+		if (rc == 0)
+		{
+			wait_writable(conn);
+			continue;
+		}
+		sent += piece;
+	}
+	/* send what the socket takes now, without waiting for the rest */
+	if (PQflush(conn) < 0)
+		copy_failed(conn, NULL, what);
+}
+
 /*
- * COPY ... FROM STDIN with `data` (whole, in the COPY's format) as its
- * input.  The link is non-blocking while the data goes, so that a remote
- * that stops reading never keeps this process from its interrupts.
+ * COPY ... FROM STDIN, its input made piece by piece by produce(arg, buf)
+ * (which appends the next piece to buf and returns false after the last).
+ * Each piece goes as soon as it is made, so the remote reads and inserts
+ * the rows while the next ones are being encoded here, rather than after
+ * all of them.  The link is non-blocking while the data goes, so that a
+ * remote that stops reading never keeps this process from its interrupts.
  */
 void
-weir_remote_link_copy(PGconn *conn, const char *copy, const char *data, Size len,
+weir_remote_link_copy(PGconn *conn, const char *copy, WeirCopyProducer produce, void *arg,
 					  const char *what)
 {
 	PGresult   *res;
-	Size		sent = 0;
+	StringInfoData piece;
 
 	if (!PQsendQuery(conn, copy))
 		copy_failed(conn, NULL, what);
@@ -265,22 +293,17 @@ weir_remote_link_copy(PGconn *conn, const char *copy, const char *data, Size len
 	PQclear(res);
 	if (PQsetnonblocking(conn, 1) != 0)
 		copy_failed(conn, NULL, what);
+	initStringInfo(&piece);
 	PG_TRY();
 	{
-		while (sent < len)
-		{
-			int			piece = (int) Min(len - sent, (Size) 1024 * 1024);
-			int			rc = PQputCopyData(conn, data + sent, piece);
+		bool		more;
 
-			if (rc < 0)
-				copy_failed(conn, NULL, what);
-			if (rc == 0)
-			{
-				wait_writable(conn);
-				continue;
-			}
-			sent += piece;
-		}
+		do
+		{
+			resetStringInfo(&piece);
+			more = produce(arg, &piece);
+			put_copy_data(conn, piece.data, piece.len, what);
+		} while (more);
 		for (;;)
 		{
 			int			rc = PQputCopyEnd(conn, NULL);
@@ -302,11 +325,21 @@ weir_remote_link_copy(PGconn *conn, const char *copy, const char *data, Size len
 			wait_writable(conn);
 		}
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		(void) PQsetnonblocking(conn, 0);
+		/*
+		 * A piece that could not be made (an output function's error) leaves
+		 * the remote in the COPY: end it there as failed, so that its
+		 * transaction can roll back to the write's savepoint and go on.
+		 */
+		if (weir_remote_link_ok(conn) && PQputCopyEnd(conn, "weir: the rows could not be encoded") == 1)
+			PQclear(libpqsrv_get_result_last(conn, PG_WAIT_EXTENSION));
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	(void) PQsetnonblocking(conn, 0);
+	pfree(piece.data);
 	res = libpqsrv_get_result_last(conn, PG_WAIT_EXTENSION);
 	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
 		copy_failed(conn, res, what);

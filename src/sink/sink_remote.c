@@ -104,6 +104,7 @@ typedef struct RemoteSink
 	bool		binary;			/* in COPY's binary format (copy_payload) */
 	FmgrInfo   *io;				/* per sink column: its send (binary) or
 								 * output function */
+	char	   *form;			/* per sink column: its BinaryForm */
 	PGconn	   *conn;
 	bool		resolved;		/* in-doubt transactions of earlier
 								 * processes resolved */
@@ -257,21 +258,152 @@ statement(RemoteSink *rs, RemoteStatement which)
 }
 
 /*
- * Rows as COPY's input: binary when every column's type is one of
- * PostgreSQL's own (the same there, with its binary form), else text.
+ * A column's binary form written here rather than by its send function,
+ * for the built-in types whose send function only writes the value in
+ * network byte order (int4send, timestamp_send, ...): the same bytes,
+ * without a StringInfo and a bytea made and freed per value.
  */
-static void
-copy_payload(RemoteSink *rs, WeirColumn *cols, int ncols, StringInfo buf)
+typedef enum BinaryForm
 {
-	int			nest = 0;
+	BINARY_BY_SEND,				/* its send function */
+	BINARY_BOOL,
+	BINARY_INT2,
+	BINARY_INT4,				/* int4, date, oid */
+	BINARY_INT8,				/* int8, timestamp, timestamptz, time */
+	BINARY_FLOAT4,
+	BINARY_FLOAT8
+} BinaryForm;
 
-	if (rs->binary)
+static BinaryForm
+binary_form(Oid type)
+{
+	switch (type)
+	{
+		case BOOLOID:
+			return BINARY_BOOL;
+		case INT2OID:
+			return BINARY_INT2;
+		case INT4OID:
+		case DATEOID:
+		case OIDOID:
+			return BINARY_INT4;
+		case INT8OID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case TIMEOID:
+			return BINARY_INT8;
+		case FLOAT4OID:
+			return BINARY_FLOAT4;
+		case FLOAT8OID:
+			return BINARY_FLOAT8;
+		default:
+			return BINARY_BY_SEND;
+	}
+}
+
+/* One value in COPY's binary format: its length, then its binary form */
+static void
+binary_value(RemoteSink *rs, int c, Datum v, StringInfo buf)
+{
+	bytea	   *b;
+
+	switch ((BinaryForm) rs->form[c])
+	{
+		case BINARY_BOOL:
+			pq_sendint32(buf, 1);
+			pq_sendbyte(buf, DatumGetBool(v) ? 1 : 0);
+			return;
+		case BINARY_INT2:
+			pq_sendint32(buf, 2);
+			pq_sendint16(buf, DatumGetInt16(v));
+			return;
+		case BINARY_INT4:
+			pq_sendint32(buf, 4);
+			pq_sendint32(buf, DatumGetInt32(v));
+			return;
+		case BINARY_INT8:
+			pq_sendint32(buf, 8);
+			pq_sendint64(buf, DatumGetInt64(v));
+			return;
+		case BINARY_FLOAT4:
+			pq_sendint32(buf, 4);
+			pq_sendfloat4(buf, DatumGetFloat4(v));
+			return;
+		case BINARY_FLOAT8:
+			pq_sendint32(buf, 8);
+			pq_sendfloat8(buf, DatumGetFloat8(v));
+			return;
+		case BINARY_BY_SEND:
+			break;
+	}
+	b = SendFunctionCall(&rs->io[c], v);
+	pq_sendint32(buf, VARSIZE(b) - VARHDRSZ);
+	appendBinaryStringInfo(buf, VARDATA(b), VARSIZE(b) - VARHDRSZ);
+	pfree(b);
+}
+
+/* One value in COPY's text format, escaped */
+static void
+text_value(RemoteSink *rs, int c, Datum v, StringInfo buf)
+{
+	for (const char *p = OutputFunctionCall(&rs->io[c], v); *p; p++)
+	{
+		switch (*p)
+		{
+			case '\\':
+				appendStringInfoString(buf, "\\\\");
+				break;
+			case '\t':
+				appendStringInfoString(buf, "\\t");
+				break;
+			case '\n':
+				appendStringInfoString(buf, "\\n");
+				break;
+			case '\r':
+				appendStringInfoString(buf, "\\r");
+				break;
+			default:
+				appendStringInfoChar(buf, *p);
+		}
+	}
+}
+
+/* Rows per piece of a COPY's input (weir_remote_link_copy sends each) */
+#define COPY_PIECE_ROWS 4096
+
+/* The rows of one write, as COPY's input, a piece at a time */
+typedef struct CopyRows
+{
+	RemoteSink *rs;
+	WeirColumn *cols;
+	int			ncols;
+	int			next;			/* the first row not yet in a piece */
+	MemoryContext cxt;			/* reset after each piece */
+} CopyRows;
+
+/*
+ * The next piece of COPY's input: binary when every column's type is one
+ * of PostgreSQL's own (the same there, with its binary form), else text.
+ * The binary header comes with the first piece, its trailer with the last.
+ * A WeirCopyProducer (remote_link.h).
+ */
+static bool
+copy_piece(void *arg, StringInfo buf)
+{
+	CopyRows   *p = arg;
+	RemoteSink *rs = p->rs;
+	WeirColumn *cols = p->cols;
+	int			end = Min(p->next + COPY_PIECE_ROWS, cols[0].n);
+	int			nest = 0;
+	MemoryContext old = MemoryContextSwitchTo(p->cxt);
+
+	if (rs->binary && p->next == 0)
 	{
 		appendBinaryStringInfo(buf, "PGCOPY\n\377\r\n\0", 11);
 		pq_sendint32(buf, 0);
 		pq_sendint32(buf, 0);
 	}
-	else
+	if (!rs->binary)
 	{
 		/* text written with the settings that read back exactly (array_text) */
 		nest = NewGUCNestLevel();
@@ -282,65 +414,40 @@ copy_payload(RemoteSink *rs, WeirColumn *cols, int ncols, StringInfo buf)
 		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
-	for (int r = 0; r < cols[0].n; r++)
+	for (int r = p->next; r < end; r++)
 	{
 		if (rs->binary)
-			pq_sendint16(buf, (uint16) ncols);
-		for (int c = 0; c < ncols; c++)
+			pq_sendint16(buf, (uint16) p->ncols);
+		for (int c = 0; c < p->ncols; c++)
 		{
 			bool		null = cols[c].nulls[r];
-			Datum		v = cols[c].values[r];
 
 			if (rs->binary)
 			{
-				bytea	   *b;
-
 				if (null)
-				{
 					pq_sendint32(buf, (uint32) -1);
-					continue;
-				}
-				b = SendFunctionCall(&rs->io[c], v);
-				pq_sendint32(buf, VARSIZE(b) - VARHDRSZ);
-				appendBinaryStringInfo(buf, VARDATA(b), VARSIZE(b) - VARHDRSZ);
-				pfree(b);
+				else
+					binary_value(rs, c, cols[c].values[r], buf);
 				continue;
 			}
 			if (c > 0)
 				appendStringInfoChar(buf, '\t');
 			if (null)
-			{
 				appendStringInfoString(buf, "\\N");
-				continue;
-			}
-			for (const char *p = OutputFunctionCall(&rs->io[c], v); *p; p++)
-			{
-				switch (*p)
-				{
-					case '\\':
-						appendStringInfoString(buf, "\\\\");
-						break;
-					case '\t':
-						appendStringInfoString(buf, "\\t");
-						break;
-					case '\n':
-						appendStringInfoString(buf, "\\n");
-						break;
-					case '\r':
-						appendStringInfoString(buf, "\\r");
-						break;
-					default:
-						appendStringInfoChar(buf, *p);
-				}
-			}
+			else
+				text_value(rs, c, cols[c].values[r], buf);
 		}
 		if (!rs->binary)
 			appendStringInfoChar(buf, '\n');
 	}
-	if (rs->binary)
-		pq_sendint16(buf, (uint16) -1);
-	else
+	p->next = end;
+	if (!rs->binary)
 		AtEOXact_GUC(true, nest);
+	else if (end == cols[0].n)
+		pq_sendint16(buf, (uint16) -1);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(p->cxt);
+	return end < cols[0].n;
 }
 
 /*
@@ -353,13 +460,11 @@ static void
 run_write(RemoteSink *rs, const char *sql, bool copy, WeirColumn *cols, int ncols)
 {
 	const char **values = NULL;
-	StringInfoData data;
+	CopyRows	rows = {rs, cols, ncols, 0, NULL};
 
 	if (copy)
-	{
-		initStringInfo(&data);
-		copy_payload(rs, cols, ncols, &data);
-	}
+		rows.cxt = AllocSetContextCreate(CurrentMemoryContext, "weir remote copy piece",
+										 ALLOCSET_DEFAULT_SIZES);
 	else
 	{
 		values = palloc(sizeof(char *) * ncols);
@@ -373,7 +478,7 @@ run_write(RemoteSink *rs, const char *sql, bool copy, WeirColumn *cols, int ncol
 	PG_TRY();
 	{
 		if (copy)
-			weir_remote_link_copy(rs->conn, sql, data.data, data.len, rs->what);
+			weir_remote_link_copy(rs->conn, sql, copy_piece, &rows, rs->what);
 		else
 			PQclear(weir_remote_link_exec(rs->conn, sql, ncols, values, rs->what));
 	}
@@ -390,6 +495,8 @@ run_write(RemoteSink *rs, const char *sql, bool copy, WeirColumn *cols, int ncol
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (rows.cxt)
+		MemoryContextDelete(rows.cxt);
 }
 
 /*
@@ -699,10 +806,13 @@ setup_copy(RemoteSink *rs)
 		ReleaseSysCache(tup);
 	}
 	rs->io = palloc(sizeof(FmgrInfo) * Max(plan->nsinkcols, 1));
+	rs->form = palloc(Max(plan->nsinkcols, 1));
 	for (int i = 0; i < plan->nsinkcols; i++)
 	{
 		Oid			func;
 		bool		varlena;
+
+		rs->form[i] = (char) (rs->binary ? binary_form(plan->sinkcols[i].type) : BINARY_BY_SEND);
 
 		if (rs->binary)
 			getTypeBinaryOutputInfo(plan->sinkcols[i].type, &func, &varlena);

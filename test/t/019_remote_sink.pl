@@ -183,12 +183,30 @@ ok(defined $pid && kill('KILL', $pid), 'kill -9 of the two-phase pipeline worker
 wait_running_again('the kill of w2pc');
 insert_for(2);
 
-# kill -9 of w2pc's writer in a checkpoint
+# kill -9 of w2pc's writer in a checkpoint.  The writer is watched from
+# the server, every 5 ms for up to 2 s: a checkpoint of a few batches is
+# written in milliseconds, too short to be caught by a psql started now
+# and then on a busy machine.
+$node->safe_psql(
+	'postgres', q{
+CREATE FUNCTION active_writer(pipeline text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	writer int;
+BEGIN
+	FOR i IN 1 .. 400 LOOP
+		PERFORM pg_stat_clear_snapshot();
+		SELECT pid INTO writer FROM pg_stat_activity
+		 WHERE query LIKE 'weir: writing a checkpoint of pipeline ' || pipeline || '%'
+		   AND state = 'active';
+		EXIT WHEN writer IS NOT NULL;
+		PERFORM pg_sleep(0.005);
+	END LOOP;
+	RETURN writer;
+END $$});
 insert_until(
 	'the writer seen in a checkpoint',
 	sub {
-		my ($r, $w) = $node->psql('postgres',
-			q{SELECT pid FROM pg_stat_activity WHERE query LIKE 'weir: writing a checkpoint of pipeline w2pc%' AND state = 'active'});
+		my ($r, $w) = $node->psql('postgres', q{SELECT active_writer('w2pc')});
 		return $r == 0 && $w =~ /^\d+$/ && kill('KILL', $w);
 	});
 pass('kill -9 of the checkpoint writer of w2pc in a checkpoint');
