@@ -13,23 +13,20 @@ SELECT wait_for_status('pg_last', 'running');
 -- the restore may outlive the status' change to running by a moment
 SELECT wait_for_pipeline('pg_last', $$NOT EXISTS (SELECT FROM weir.progress WHERE pipeline = 'pg_last')$$)
        AS nothing_in_progress;
--- four checkpoints of new keys: four chunks, none compacted
-INSERT INTO pg_src (device, temp, ts)
-SELECT 0 + g, g, '2024-01-01 00:00:00+00'::timestamptz + g * interval '1 second'
-  FROM generate_series(1, 500) g;
-SELECT weir.checkpoint('pg_last') > 0 AS checkpointed;
-INSERT INTO pg_src (device, temp, ts)
-SELECT 1000 + g, g, '2024-01-01 00:00:00+00'::timestamptz + g * interval '1 second'
-  FROM generate_series(1, 500) g;
-SELECT weir.checkpoint('pg_last') > 0 AS checkpointed;
-INSERT INTO pg_src (device, temp, ts)
-SELECT 2000 + g, g, '2024-01-01 00:00:00+00'::timestamptz + g * interval '1 second'
-  FROM generate_series(1, 500) g;
-SELECT weir.checkpoint('pg_last') > 0 AS checkpointed;
-INSERT INTO pg_src (device, temp, ts)
-SELECT 3000 + g, g, '2024-01-01 00:00:00+00'::timestamptz + g * interval '1 second'
-  FROM generate_series(1, 500) g;
-SELECT weir.checkpoint('pg_last') > 0 AS checkpointed;
+-- four checkpoints of new keys: four chunks, none compacted (each batch
+-- committed before the checkpoint that must take it)
+DO $$
+BEGIN
+	FOR b IN 0 .. 3 LOOP
+		INSERT INTO pg_src (device, temp, ts)
+		SELECT b * 1000 + g, g, '2024-01-01 00:00:00+00'::timestamptz + g * interval '1 second'
+		  FROM generate_series(1, 500) g;
+		COMMIT;
+		IF weir.checkpoint('pg_last') <= 0 THEN
+			RAISE EXCEPTION 'no checkpoint after batch %', b;
+		END IF;
+	END LOOP;
+END $$;
 CREATE TEMP TABLE pg_chunks AS
 SELECT count(*) AS chunks, sum(octet_length(c.data))::bigint AS bytes, sum(c.entries)::bigint AS entries
   FROM weir.pipeline_chunk c JOIN weir.pipeline p ON p.id = c.pipeline_id WHERE p.name = 'pg_last';
