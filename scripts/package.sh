@@ -36,6 +36,7 @@ set -euo pipefail
 PASSED=0
 FAILED=0
 SUMMARY_PRINTED=0
+START=$(date +%s)
 declare -a FAILURES=()
 
 # The package installs into the system's PostgreSQL 15, whatever PG_CONFIG
@@ -135,16 +136,14 @@ else
 		--exclude=./debian/.debhelper --exclude=./debian/"$PACKAGE" \
 		-cf - . | tar -C "$TREE" -xf -
 fi
-CHANGELOG_VERSION="$(cd "$TREE" && dpkg-parsechangelog -S Version)"
-if [ "$CHANGELOG_VERSION" = "$VERSION" ]; then
-	pass "debian/changelog's version ($CHANGELOG_VERSION) is weir.control's default_version"
-else
-	fail "debian/changelog's version is weir.control's default_version" \
-		"changelog $CHANGELOG_VERSION, weir.control $VERSION"
-fi
 
 # ---------------------------------------------------------------------------
 step "2. build dependencies"
+if ! command -v dpkg-buildpackage >/dev/null 2>&1 && [ "${WEIR_SKIP_APT:-0}" != 1 ]; then
+	weir_as_root apt-get update -qq || echo "--- apt-get update reported errors; trying anyway"
+	weir_as_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends build-essential dpkg-dev
+fi
 if (cd "$TREE" && dpkg-checkbuilddeps) >/dev/null 2>&1; then
 	echo "--- all installed"
 elif [ "${WEIR_SKIP_APT:-0}" = 1 ]; then
@@ -153,6 +152,14 @@ else
 	weir_as_root apt-get update -qq || echo "--- apt-get update reported errors; trying anyway"
 	(cd "$TREE" && weir_as_root env DEBIAN_FRONTEND=noninteractive \
 		apt-get build-dep -y -qq --no-install-recommends ./)
+fi
+
+CHANGELOG_VERSION="$(cd "$TREE" && dpkg-parsechangelog -S Version)"
+if [ "$CHANGELOG_VERSION" = "$VERSION" ]; then
+	pass "debian/changelog's version ($CHANGELOG_VERSION) is weir.control's default_version"
+else
+	fail "debian/changelog's version is weir.control's default_version" \
+		"changelog $CHANGELOG_VERSION, weir.control $VERSION"
 fi
 
 # ---------------------------------------------------------------------------
@@ -169,9 +176,9 @@ fi
 check "it made $(basename "$DEB")" test -f "$DEB"
 WARNINGS=$(grep -c 'warning:' "$WORK/build.log" || true)
 if [ "$WARNINGS" -eq 0 ]; then
-	pass "the build has no compiler warnings"
+	pass "the build log has no warning (compiler, dpkg tools)"
 else
-	fail "the build has no compiler warnings" "$WARNINGS"
+	fail "the build log has no warning (compiler, dpkg tools)" "$WARNINGS"
 	grep -m 20 'warning:' "$WORK/build.log"
 fi
 DEPENDS="$(dpkg-deb -f "$DEB" Depends)"
@@ -289,6 +296,7 @@ else
 fi
 
 echo
+echo "package.sh took $(($(date +%s) - START)) s"
 SUMMARY_PRINTED=1
 if [ "$FAILED" -eq 0 ]; then
 	echo "package: all checks passed"
