@@ -18,7 +18,8 @@
 #    `dpkg -i` under WEIR_SKIP_APT=1);
 # 4. checks that the installed files are the package's (dpkg -S, dpkg -L,
 #    dpkg --verify), starts a throwaway cluster with weir preloaded as the
-#    postgres OS user and creates the extension, and runs scripts/demo.sh
+#    postgres OS user and creates the extension, runs Debian's test of the
+#    installed package (debian/tests/pipeline-smoke), and runs scripts/demo.sh
 #    against the installed package (WEIR_USE_INSTALLED=1: a real pipeline,
 #    its sink against SQL, a worker killed and restored, a capture);
 # 5. purges the package and puts the saved files back, unless
@@ -249,6 +250,15 @@ LAUNCHER_PID="$(weir_psql -At -c "SELECT pid FROM pg_stat_activity WHERE backend
 check "the weir launcher (pid ${LAUNCHER_PID:-none}) runs $PKGLIB/weir.so" \
 	weir_as_root grep -q " $PKGLIB/weir.so\$" "/proc/${LAUNCHER_PID:-0}/maps"
 weir_cluster_stop
+
+# Debian's own test of the installed package (autopkgtest), run directly:
+# pg_virtualenv's cluster, a window pipeline against GROUP BY.
+if (cd "$WORK" && "$TREE/debian/tests/pipeline-smoke") >"$WORK/autopkgtest.log" 2>&1; then
+	pass "debian/tests/pipeline-smoke (autopkgtest): the sink equals GROUP BY"
+else
+	fail "debian/tests/pipeline-smoke (autopkgtest): the sink equals GROUP BY"
+	tail -n 30 "$WORK/autopkgtest.log"
+fi
 
 # ---------------------------------------------------------------------------
 step "7. the demo's checks against the installed package (log: $WORK/demo.log)"
