@@ -5,24 +5,29 @@
 #   scripts/package.sh                  # build, install, check, purge
 #   WEIR_PACKAGE_KEEP=1 scripts/package.sh   # ... and leave it installed
 #
-# 1. installs the build dependencies (debian/control's Build-Depends, with
-#    `apt-get build-dep`) unless they are there or WEIR_SKIP_APT=1;
-# 2. copies the checkout without build products (the files git knows, with
+# The steps, numbered as in its output:
+# 1. copies the checkout without build products (the files git knows, with
 #    their uncommitted edits, or a tar copy without *.o, *.so, test output
-#    when there is no git) into a temporary directory and runs
-#    `dpkg-buildpackage -us -uc -b` there: debian/rules builds with
-#    pg_buildext for the PostgreSQL versions of debian/pgversions (15);
-# 3. saves the files of the system's PostgreSQL 15 that the package will
-#    replace (a `make install` of weir puts the same paths there), then
-#    installs the package (`apt-get install ./postgresql-15-weir_*.deb`,
-#    `dpkg -i` under WEIR_SKIP_APT=1);
-# 4. checks that the installed files are the package's (dpkg -S, dpkg -L,
-#    dpkg --verify), starts a throwaway cluster with weir preloaded as the
-#    postgres OS user and creates the extension, runs Debian's test of the
-#    installed package (debian/tests/pipeline-smoke), and runs scripts/demo.sh
-#    against the installed package (WEIR_USE_INSTALLED=1: a real pipeline,
-#    its sink against SQL, a worker killed and restored, a capture);
-# 5. purges the package and puts the saved files back, unless
+#    when there is no git) into a temporary directory;
+# 2. installs the build dependencies (dpkg-dev, then debian/control's
+#    Build-Depends with `apt-get build-dep`) unless they are there or
+#    WEIR_SKIP_APT=1; checks that debian/changelog has weir.control's version;
+# 3. runs `dpkg-buildpackage -us -uc -b` in the copy: debian/rules builds
+#    with pg_buildext for the PostgreSQL versions of debian/pgversions (15);
+# 4. saves the files of the system's PostgreSQL 15 that the package will
+#    replace (a `make install` of weir writes the same paths), then installs
+#    the package (`apt-get install ./postgresql-15-weir_*.deb`, `dpkg -i`
+#    under WEIR_SKIP_APT=1);
+# 5. checks that the installed files are the package's (dpkg -S, dpkg -L,
+#    dpkg --verify);
+# 6. starts a throwaway cluster with weir preloaded as the postgres OS user,
+#    creates the extension, checks its version and the library the server
+#    maps, and runs Debian's test of the installed package
+#    (debian/tests/pipeline-smoke, an autopkgtest);
+# 7. runs scripts/demo.sh against the installed package
+#    (WEIR_USE_INSTALLED=1): producers read back exactly once, a window
+#    pipeline against SQL before and after kill -9 of its worker, a capture;
+# 8. purges the package and puts the saved files back, unless
 #    WEIR_PACKAGE_KEEP=1, or the package was installed before the script
 #    ran (it then stays installed, as this build).
 # The last line is `N passed, N failed`; the exit status is non-zero if any
