@@ -27,7 +27,9 @@
 # The cluster is stopped and removed on exit, whatever happens.
 #
 # Knobs: WEIR_PORT (default: a free port in 5433..5499),
-#        WEIR_DEMO_KEEP=1 (leave the cluster directory for inspection).
+#        WEIR_DEMO_KEEP=1 (leave the cluster directory for inspection),
+#        WEIR_USE_INSTALLED=1 (build and install nothing: run against the weir
+#        installed already, as scripts/package.sh does with the package).
 
 set -euo pipefail
 

@@ -21,7 +21,10 @@
 # user, so we build in place and only `make install` needs sudo.
 #
 # Knobs: PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
-#        WEIR_SKIP_APT=1 (never call apt-get), WEIR_MAKE_JOBS.
+#        WEIR_SKIP_APT=1 (never call apt-get), WEIR_MAKE_JOBS,
+#        WEIR_USE_INSTALLED=1 (no packages, no build, no install: only the
+#        helpers, for the weir already installed, e.g. from the Debian
+#        package by scripts/package.sh).
 
 set -euo pipefail
 
@@ -218,11 +221,22 @@ weir_psql() {
 
 # --- main -----------------------------------------------------------------
 WEIR_PG_HOME="${WEIR_PG_HOME:-/tmp}"
-weir_install_packages
-weir_prepare_build_dir
-weir_build_install
+if [ "${WEIR_USE_INSTALLED:-0}" = 1 ]; then
+	# Nothing is built: the helpers run against what is installed already.
+	WEIR_BUILD="$WEIR_SRC"
+	WEIR_TEMP_BUILD=0
+	if weir_is_root; then
+		WEIR_PG_HOME="$(getent passwd "$WEIR_DB_OS_USER" | cut -d: -f6)"
+		[ -d "$WEIR_PG_HOME" ] || WEIR_PG_HOME=/tmp
+	fi
+	weir_log "using the weir installed in $("$PG_CONFIG" --pkglibdir) (WEIR_USE_INSTALLED=1)"
+else
+	weir_install_packages
+	weir_prepare_build_dir
+	weir_build_install
+	weir_log "weir installed (built in $WEIR_BUILD)"
+fi
 export PG_CONFIG PG_BIN WEIR_SRC WEIR_BUILD WEIR_TEMP_BUILD
-weir_log "weir installed (built in $WEIR_BUILD)"
 
 # Run on its own, as root, nothing needs the private build copy any more.
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "$WEIR_TEMP_BUILD" = 1 ]; then

@@ -3,6 +3,7 @@
 #
 #   scripts/test.sh                      # regress, isolation and TAP
 #   scripts/test.sh regress tap          # only some suites
+#   scripts/test.sh package              # the Debian package (not by default)
 #
 # Installs dependencies, builds and installs weir (scripts/setup.sh), then
 # runs each suite with `make installcheck` as the database OS user.  The
@@ -13,7 +14,12 @@
 # pgxs.mk).  On failure the diffs and logs are printed.  The last line is
 # always `N passed, N failed`; the exit status is non-zero if anything failed.
 #
-# Knobs: WEIR_TIMEOUT_REGRESS / _ISOLATION / _TAP (seconds per suite);
+# The package suite runs scripts/package.sh: it builds postgresql-15-weir,
+# installs it over the system's PostgreSQL 15, runs the demo's checks against
+# it, then purges it and puts back the files it replaced.  It is not among the
+# default suites.
+#
+# Knobs: WEIR_TIMEOUT_REGRESS / _ISOLATION / _TAP / _PACKAGE (seconds per suite);
 # PROVE_TESTS (TAP files to run, e.g. "test/t/012_chain_exactly_once.pl").
 
 # shellcheck disable=SC2317  # functions run indirectly ("suite_$s", trap)
@@ -44,9 +50,9 @@ else
 fi
 for s in "${SUITES[@]}"; do
 	case "$s" in
-	regress | isolation | tap) ;;
+	regress | isolation | tap | package) ;;
 	*)
-		echo "unknown suite '$s' (regress, isolation, tap)" >&2
+		echo "unknown suite '$s' (regress, isolation, tap, package)" >&2
 		exit 2
 		;;
 	esac
@@ -212,6 +218,33 @@ suite_tap() {
 			done
 		done
 	fi
+}
+
+# scripts/package.sh ends with its own `N passed, N failed`: its counts are
+# added to ours.  It runs as root (it installs packages) from the checkout,
+# where git can tell source from build products.
+suite_package() {
+	local line ok bad
+	echo
+	echo "======================== package ========================"
+	set +e
+	timeout -k 30 "${WEIR_TIMEOUT_PACKAGE:-900}" "$WEIR_SRC/scripts/package.sh" 2>&1 |
+		tee "$LOGS/package.log"
+	RC=${PIPESTATUS[0]}
+	set -e
+	[ "$RC" -ne 124 ] || echo "!!! package timed out after ${WEIR_TIMEOUT_PACKAGE:-900}s"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/package.log" | tail -n 1 || true)
+	ok=$(sed -n 's/^\([0-9]*\) passed.*/\1/p' <<<"$line")
+	bad=$(sed -n 's/.* \([0-9]*\) failed$/\1/p' <<<"$line")
+	ok=${ok:-0}
+	bad=${bad:-0}
+	if [ "$RC" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		bad=1
+	fi
+	echo "package: $ok passed, $bad failed"
+	PASSED=$((PASSED + ok))
+	FAILED=$((FAILED + bad))
+	[ "$bad" -eq 0 ] || FAILED_SUITES+=(package)
 }
 
 for s in "${SUITES[@]}"; do
