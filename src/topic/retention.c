@@ -66,7 +66,7 @@ plan_partition(WeirTopic *topic, WeirTopicRow *row, Relation rel, int32 part,
 	int64		consumed;
 	TimestampTz cutoff;
 
-	weir_partition_info(weir_topic_partition_slotno(topic, rel, part), &info);
+	weir_topic_partition_info(topic, rel, part, &info);
 	head = info.next_position - 1;
 	if (head > 0 &&
 		(!weir_catalog_latest_sample(topic->topic_id, part, &sample_pos, &sample_at) ||
