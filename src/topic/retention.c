@@ -169,6 +169,8 @@ weir_run_retention(PG_FUNCTION_ARGS)
 	int64		deleted = 0;
 	bool		found = false;
 
+	/* retention deletes and samples: the primary's work, replayed here */
+	PreventCommandDuringRecovery("weir.run_retention()");
 	(void) weir_shmem();
 	foreach(lc, topics)
 	{
