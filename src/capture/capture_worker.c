@@ -16,8 +16,9 @@
  * and writes as the owner.  An error is recorded in weir.capture and the
  * worker exits; the launcher starts it again with back-off, except for
  * errors a restart cannot cure (a privilege lost, a column's type changed,
- * the slot invalidated), which stop the capture until its owner starts it
- * again (weir.start_capture).
+ * the slot invalidated, or gone after the capture wrote changes: a promoted
+ * standby or a restored base backup has no slots), which stop the capture
+ * until its owner starts it again (weir.start_capture).
  *
  * Copyright (c) 2026, weir developers
  *
@@ -148,6 +149,23 @@ run_local(WeirCaptureRow *capture, WeirCaptureSlot *slot)
 			tables[ntables++] = capture->tables[i].relid;
 
 	exists = weir_local_slot_exists(capture->slot_name, &invalidated);
+	if (!exists && capture->position != InvalidXLogRecPtr)
+	{
+		/*
+		 * A capture that has written changes had a slot: it is gone, as on a
+		 * promoted standby or a restored base backup (slots are not
+		 * replicated in PostgreSQL 15).  A new slot would start at the end
+		 * of WAL, after changes never decoded.  42704 stops the capture.
+		 */
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("replication slot \"%s\" of capture \"%s\" does not exist",
+						capture->slot_name, capture->name),
+				 errdetail("The capture has written the changes up to %X/%X; a new slot would start at the end of WAL and miss the changes after that. Replication slots are not copied to a standby or a base backup.",
+						   LSN_FORMAT_ARGS(capture->position)),
+				 errhint("Drop the capture and create it again (its topics can stay), and bring the changes made to its tables since %X/%X over yourself.",
+						 LSN_FORMAT_ARGS(capture->position))));
+	}
 	if (!exists)
 	{
 		/* a fresh transaction: creating a slot waits for running ones */

@@ -183,6 +183,8 @@ weir_checkpoint(PG_FUNCTION_ARGS)
 	WeirPipelineRow row;
 	TimestampTz deadline;
 
+	/* a standby runs no worker; its checkpoints come by replication */
+	PreventCommandDuringRecovery("weir.checkpoint()");
 	weir_require_arg(fcinfo, 0, "pipeline");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	deadline = deadline_arg(fcinfo, 1);
@@ -215,6 +217,7 @@ weir_checkpoint_chain(PG_FUNCTION_ARGS)
 	List	   *order;
 	ListCell   *lc;
 
+	PreventCommandDuringRecovery("weir.checkpoint()");
 	InitMaterializedSRF(fcinfo, 0);
 	if (names != NULL)
 	{

@@ -33,6 +33,7 @@
 
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -83,7 +84,7 @@ Datum
 weir_restore_drill(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	WeirPipelineRow row = weir_pipeline_for_owner(name);
+	WeirPipelineRow row;
 	WeirScratchState scratch;
 	WeirRestoreRecord rec;
 	WeirActAs	as;
@@ -91,6 +92,9 @@ weir_restore_drill(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	double		ms;
 
+	/* it records its timings in weir.restores: fail before the work */
+	PreventCommandDuringRecovery("weir.restore_drill()");
+	row = weir_pipeline_for_owner(name);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "weir.restore_drill must return a row");
 	weir_act_as_begin(&as, row.owner);

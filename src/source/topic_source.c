@@ -40,7 +40,7 @@ topic_begin_round(WeirSource *src, int64 *bounds)
 	{
 		WeirPartitionInfo info;
 
-		weir_partition_info(weir_topic_partition_slotno(topic, ts->rel, p), &info);
+		weir_topic_partition_info(topic, ts->rel, p, &info);
 		bounds[p] = info.stable_bound;
 	}
 }

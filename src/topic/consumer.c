@@ -95,7 +95,7 @@ weir_poll(PG_FUNCTION_ARGS)
 	{
 		WeirPartitionInfo info;
 
-		weir_partition_info(weir_topic_partition_slotno(topic, rel, p), &info);
+		weir_topic_partition_info(topic, rel, p, &info);
 		bounds[p] = info.stable_bound;
 		last[p] = positions[p];
 	}
@@ -157,7 +157,7 @@ weir_seek(PG_FUNCTION_ARGS)
 	weir_reader_check_access(rel);
 	topic = weir_topic_get(rel);
 	weir_topic_check_partition(topic, rel, part);
-	weir_partition_info(weir_topic_partition_slotno(topic, rel, part), &info);
+	weir_topic_partition_info(topic, rel, part, &info);
 	/* positions of aborted rows above the newest one may be handed out again */
 	limit = Min(info.stable_bound - 1, weir_reader_edge_position(rel, part, true));
 	if (position < 0 || position > limit)

@@ -27,6 +27,15 @@
  * A registration could not outlive a crash, so a transaction that produced
  * cannot be prepared (XACT_EVENT_PRE_PREPARE raises an error).
  *
+ * A hot standby has no producers, and its counters must stay untouched:
+ * rows keep arriving by replay, so a counter rebuilt there would be behind
+ * the table when the standby is promoted, and would hand out positions
+ * that are taken.  While the server is in recovery no slot is assigned or
+ * initialised (weir_partition_slotno refuses); readers take the bound from
+ * the table instead (weir_partition_info_in_recovery).  Promotion ends
+ * replay before RecoveryInProgress() turns false, so the first user after
+ * it rebuilds the counter from every replayed row.
+ *
  * Locks: WeirShmem.lock while assigning slots; a slot's lock for registering,
  * deregistering, initialising and reading the bound.  Never both at once
  * except WeirShmem.lock then a slot's lock (forgetting a topic).
@@ -41,6 +50,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/ipc.h"
@@ -145,6 +155,13 @@ weir_partition_slotno(int32 topic_id, int32 part, Relation rel)
 	int			slotno = -1;
 	int			free_slotno = -1;
 
+	/* see the header: a counter rebuilt during replay goes stale */
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot take a position of topic partition %d during recovery", part),
+				 errhint("Produce to topics on the primary server.")));
+
 	ensure_backend_state();
 
 	memset(&key, 0, sizeof(key));
@@ -248,6 +265,27 @@ weir_partition_info(int slotno, WeirPartitionInfo *info)
 		}
 	}
 	LWLockRelease(&slot->lock);
+}
+
+/*
+ * What weir_partition_info() says, for a server in recovery (a hot
+ * standby), where no transaction produces and shared counters are not
+ * used: every row the caller's later snapshot can see is committed, and
+ * the bound is one past the newest of them, from the latest snapshot.
+ * `rel` is the topic table, opened and locked by the caller.
+ *
+ * This bound is the standby's own: a producing transaction still open on
+ * the primary (registrations live in the primary's memory only) may later
+ * commit rows below positions already visible here, and readers on the
+ * standby see those rows only when they read that range again.
+ */
+void
+weir_partition_info_in_recovery(Relation rel, int32 part, WeirPartitionInfo *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->next_position = weir_reader_edge_position(rel, part, true) + 1;
+	info->stable_bound = info->next_position;
+	info->open_producers = 0;
 }
 
 /* Drop this backend's registrations; its transaction's outcome is visible. */

@@ -28,6 +28,8 @@ typedef struct WeirPartitionInfo
 extern int	weir_partition_slotno(int32 topic_id, int32 part, Relation rel);
 extern int64 weir_partition_take_position(int slotno);
 extern void weir_partition_info(int slotno, WeirPartitionInfo *info);
+extern void weir_partition_info_in_recovery(Relation rel, int32 part,
+											WeirPartitionInfo *info);
 extern void weir_partition_forget_topic_at_commit(int32 topic_id);
 extern void weir_partition_forget_stale_topic(int32 topic_id);
 

@@ -66,7 +66,7 @@ plan_partition(WeirTopic *topic, WeirTopicRow *row, Relation rel, int32 part,
 	int64		consumed;
 	TimestampTz cutoff;
 
-	weir_partition_info(weir_topic_partition_slotno(topic, rel, part), &info);
+	weir_topic_partition_info(topic, rel, part, &info);
 	head = info.next_position - 1;
 	if (head > 0 &&
 		(!weir_catalog_latest_sample(topic->topic_id, part, &sample_pos, &sample_at) ||
@@ -169,6 +169,8 @@ weir_run_retention(PG_FUNCTION_ARGS)
 	int64		deleted = 0;
 	bool		found = false;
 
+	/* retention deletes and samples: the primary's work, replayed here */
+	PreventCommandDuringRecovery("weir.run_retention()");
 	(void) weir_shmem();
 	foreach(lc, topics)
 	{

@@ -30,6 +30,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
@@ -273,6 +274,21 @@ weir_topic_partition_slotno(WeirTopic *topic, Relation rel, int32 part)
 			topic->slotnos[part] = weir_partition_slotno(topic->topic_id, part, rel);
 	}
 	return topic->slotnos[part];
+}
+
+/*
+ * A consistent look at partition `part` of a topic (partition.c), for
+ * readers and views: from its shared counter, or on a hot standby, where
+ * counters are not used, from the table.
+ */
+void
+weir_topic_partition_info(WeirTopic *topic, Relation rel, int32 part,
+						  WeirPartitionInfo *info)
+{
+	if (RecoveryInProgress())
+		weir_partition_info_in_recovery(rel, part, info);
+	else
+		weir_partition_info(weir_topic_partition_slotno(topic, rel, part), info);
 }
 
 /*

@@ -18,6 +18,7 @@
 #include "utils/relcache.h"
 
 /* a topic table's first columns, which users of a topic read by number */
+#include "topic/partition.h"
 #include "topic/topic_table.h"
 
 /* What a backend knows about a topic table; rebuilt on relcache invalidation */
@@ -37,5 +38,7 @@ extern WeirTopic *weir_topic_get(Relation rel);
 extern WeirTopic *weir_topic_lookup(Relation rel);
 extern void weir_topic_check_partition(WeirTopic *topic, Relation rel, int32 part);
 extern int	weir_topic_partition_slotno(WeirTopic *topic, Relation rel, int32 part);
+extern void weir_topic_partition_info(WeirTopic *topic, Relation rel, int32 part,
+									  WeirPartitionInfo *info);
 
 #endif							/* WEIR_TOPIC_H */

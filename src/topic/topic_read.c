@@ -46,7 +46,6 @@ weir_read(PG_FUNCTION_ARGS)
 	int32		part;
 	int64		after;
 	int32		max_rows;
-	int			slotno;
 	WeirPartitionInfo info;
 	Snapshot	snapshot;
 	int64		last = 0;
@@ -74,8 +73,7 @@ weir_read(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 
-	slotno = weir_topic_partition_slotno(topic, rel, part);
-	weir_partition_info(slotno, &info);
+	weir_topic_partition_info(topic, rel, part, &info);
 	/* the snapshot must be taken after the bound: see partition.c */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	weir_reader_scan(rel, part, after, info.stable_bound, max_rows, snapshot,
@@ -114,7 +112,7 @@ weir_stable_position(PG_FUNCTION_ARGS)
 	weir_reader_check_access(rel);
 	topic = weir_topic_get(rel);
 	weir_topic_check_partition(topic, rel, part);
-	weir_partition_info(weir_topic_partition_slotno(topic, rel, part), &info);
+	weir_topic_partition_info(topic, rel, part, &info);
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(info.stable_bound - 1);
 }

@@ -82,7 +82,7 @@ weir_topic_watermark_publish(Oid topic_relid, int32 pipeline_id, TimestampTz wat
 	{
 		WeirPartitionInfo info;
 
-		weir_partition_info(weir_topic_partition_slotno(topic, rel, part), &info);
+		weir_topic_partition_info(topic, rel, part, &info);
 		positions[part] = Int64GetDatum(info.next_position - 1);
 	}
 	table_close(rel, AccessShareLock);

@@ -67,7 +67,7 @@ weir_topic_partition_state(PG_FUNCTION_ARGS)
 			bool		nulls[PARTITION_STATE_COLS];
 			WeirPartitionInfo info;
 
-			weir_partition_info(weir_topic_partition_slotno(topic, rel, p), &info);
+			weir_topic_partition_info(topic, rel, p, &info);
 			memset(nulls, 0, sizeof(nulls));
 			values[0] = Int32GetDatum(topic->topic_id);
 			values[1] = ObjectIdGetDatum(row->relid);
