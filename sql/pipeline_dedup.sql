@@ -170,6 +170,19 @@ SELECT weir.stop('uniq');
 SELECT wait_for_pipeline('uniq', 'worker_pid IS NULL') AS stopped;
 UPDATE weir.pipeline_chunk SET format = format - 1
  WHERE pipeline_id = (SELECT id FROM weir.pipeline WHERE name = 'uniq');
+-- a chunk in this build's format whose bytes do not decode: XX001, failed
+-- and disabled as well (a restart would read the same bytes again)
+CREATE TEMP TABLE uniq_chunks AS
+SELECT c.* FROM weir.pipeline_chunk c JOIN weir.pipeline p ON p.id = c.pipeline_id
+ WHERE p.name = 'uniq';
+UPDATE weir.pipeline_chunk SET data = '\xffffffff01020304'
+ WHERE pipeline_id = (SELECT id FROM weir.pipeline WHERE name = 'uniq');
+SELECT weir.start('uniq');
+SELECT wait_for_pipeline('uniq', $$status = 'failed' AND worker_pid IS NULL$$) AS failed;
+SELECT s.status, p.enabled, s.last_error
+  FROM weir.pipelines s JOIN weir.pipeline p ON p.name = s.name WHERE s.name = 'uniq';
+UPDATE weir.pipeline_chunk c SET data = k.data FROM uniq_chunks k
+ WHERE c.pipeline_id = k.pipeline_id AND c.space = k.space AND c.chunk = k.chunk;
 SELECT weir.start('uniq');
 INSERT INTO dd_orders (order_id, shop, amount, ts) VALUES (2000, 'r', 3, '2026-01-01 03:02:00+00');
 SELECT weir.checkpoint('uniq') > 0 AS checkpointed;
