@@ -7,6 +7,7 @@ OBJS = \
 	src/base/settings.o \
 	src/base/sql_args.o \
 	src/base/clock.o \
+	src/base/version.o \
 	src/base/shmem.o \
 	src/base/progress.o \
 	src/topic/partition.o \

@@ -62,3 +62,14 @@ CREATE OR REPLACE VIEW weir.captures AS
 	  LEFT JOIN weir._capture_state() s ON s.capture_id = c.id
 	  LEFT JOIN pg_catalog.pg_replication_slots r
 			 ON r.slot_name = c.slot_name AND c.publication IS NULL;
+
+-- upgrade (part 2) ---------------------------------------------------------
+-- The version of the library the server runs, next to pg_extension's
+-- extversion (the version of this database's SQL objects): they differ
+-- between a package upgrade and ALTER EXTENSION weir UPDATE.
+CREATE FUNCTION weir.library_version()
+RETURNS text
+	LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'weir_library_version';
+COMMENT ON FUNCTION weir.library_version() IS
+	'the version of the weir library this server runs (pg_extension.extversion is that of this database''s SQL objects; ALTER EXTENSION weir UPDATE brings them level)';

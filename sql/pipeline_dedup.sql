@@ -141,22 +141,48 @@ SELECT windows AS ids FROM weir.restores r JOIN weir.pipeline p ON p.id = r.pipe
  WHERE p.name = 'uniq' ORDER BY restored_at DESC LIMIT 1;
 
 -- a checkpoint in another state format (written by another build of weir)
--- is refused at restore: the pipeline fails and says why; nothing is read
--- or lost, and with the chunks back in this build's format it resumes
+-- is refused at restore: the pipeline fails, says why and is disabled (no
+-- restart loop); nothing is read or lost, and with the chunks back in
+-- this build's format it resumes
 SELECT weir.stop('uniq');
 SELECT wait_for_pipeline('uniq', 'worker_pid IS NULL') AS stopped;
 SELECT count(DISTINCT format) AS formats FROM weir.pipeline_chunk c JOIN weir.pipeline p ON p.id = c.pipeline_id
  WHERE p.name = 'uniq';
+CREATE TEMP TABLE uniq_positions AS
+SELECT pp.* FROM weir.pipeline_position pp JOIN weir.pipeline p ON p.id = pp.pipeline_id
+ WHERE p.name = 'uniq';
 UPDATE weir.pipeline_chunk SET format = format + 1
  WHERE pipeline_id = (SELECT id FROM weir.pipeline WHERE name = 'uniq');
 SELECT weir.start('uniq');
-SELECT wait_for_pipeline('uniq', $$status = 'failed'$$) AS failed;
-SELECT weir.stop('uniq');
-SELECT wait_for_pipeline('uniq', 'worker_pid IS NULL') AS stopped;
+SELECT wait_for_pipeline('uniq', $$status = 'failed' AND worker_pid IS NULL$$) AS failed;
 SELECT status, regexp_replace(last_error, 'format [0-9]+', 'format N', 'g') AS last_error
   FROM weir.pipelines WHERE name = 'uniq';
+SELECT enabled FROM weir.pipeline WHERE name = 'uniq';
+-- its positions did not move
+SELECT count(*) AS moved FROM (
+	SELECT pp.* FROM weir.pipeline_position pp JOIN weir.pipeline p ON p.id = pp.pipeline_id
+	 WHERE p.name = 'uniq'
+	EXCEPT SELECT * FROM uniq_positions) m;
+-- the same refusal reaches a reader of the committed state
+SELECT count(*) FROM weir.committed_state('uniq');
+\echo :LAST_ERROR_SQLSTATE
+SELECT weir.stop('uniq');
+SELECT wait_for_pipeline('uniq', 'worker_pid IS NULL') AS stopped;
 UPDATE weir.pipeline_chunk SET format = format - 1
  WHERE pipeline_id = (SELECT id FROM weir.pipeline WHERE name = 'uniq');
+-- a chunk in this build's format whose bytes do not decode: XX001, failed
+-- and disabled as well (a restart would read the same bytes again)
+CREATE TEMP TABLE uniq_chunks AS
+SELECT c.* FROM weir.pipeline_chunk c JOIN weir.pipeline p ON p.id = c.pipeline_id
+ WHERE p.name = 'uniq';
+UPDATE weir.pipeline_chunk SET data = '\xffffffff01020304'
+ WHERE pipeline_id = (SELECT id FROM weir.pipeline WHERE name = 'uniq');
+SELECT weir.start('uniq');
+SELECT wait_for_pipeline('uniq', $$status = 'failed' AND worker_pid IS NULL$$) AS failed;
+SELECT s.status, p.enabled, s.last_error
+  FROM weir.pipelines s JOIN weir.pipeline p ON p.name = s.name WHERE s.name = 'uniq';
+UPDATE weir.pipeline_chunk c SET data = k.data FROM uniq_chunks k
+ WHERE c.pipeline_id = k.pipeline_id AND c.space = k.space AND c.chunk = k.chunk;
 SELECT weir.start('uniq');
 INSERT INTO dd_orders (order_id, shop, amount, ts) VALUES (2000, 'r', 3, '2026-01-01 03:02:00+00');
 SELECT weir.checkpoint('uniq') > 0 AS checkpointed;

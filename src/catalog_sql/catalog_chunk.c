@@ -24,6 +24,7 @@
 
 #include "base/columns.h"
 #include "base/progress.h"
+#include "base/version.h"
 #include "catalog_sql/catalog.h"
 #include "catalog_sql/catalog_chunk.h"
 
@@ -40,34 +41,48 @@ weir_chunk_make(const StringInfoData *buf, int32 entries, TimestampTz expires_at
 }
 
 /*
- * Refuse a checkpoint written in another state format (by another build of
- * weir): read as this build's, its bytes would make wrong state, or none.
+ * Refuse a checkpoint written in a state format this build does not read
+ * (by an older build whose format it no longer reads, or by a newer one):
+ * read as this build's, its bytes would make wrong state, or none.  The
+ * error is 0A000, which the worker treats as permanent (worker.c): the
+ * pipeline is disabled with it as its last_error, its positions and sink
+ * untouched, rather than restarted in a loop; the owner resolves it and
+ * calls weir.start().
  */
 static void
 check_format(int32 id, int space)
 {
-	Oid			types[3] = {INT4OID, INT2OID, INT2OID};
-	Datum		values[3] = {Int32GetDatum(id), Int16GetDatum(space),
+	Oid			types[4] = {INT4OID, INT2OID, INT2OID, INT2OID};
+	Datum		values[4] = {Int32GetDatum(id), Int16GetDatum(space),
+		Int16GetDatum(WEIR_STATE_FORMAT_OLDEST),
 	Int16GetDatum(WEIR_STATE_FORMAT)};
 	bool		isnull;
 	int16		format;
 	char	   *name;
+	char	   *readable;
 
 	weir_catalog_exec("SELECT c.format, p.name FROM weir.pipeline_chunk c "
 					  "JOIN weir.pipeline p ON p.id = c.pipeline_id "
-					  "WHERE c.pipeline_id = $1 AND c.space = $2 AND c.format <> $3 LIMIT 1",
-					  3, types, values, NULL, SPI_OK_SELECT);
+					  "WHERE c.pipeline_id = $1 AND c.space = $2 "
+					  "AND c.format NOT BETWEEN $3 AND $4 LIMIT 1",
+					  4, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return;
 	format = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 										 &isnull));
 	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	readable = WEIR_STATE_FORMAT_OLDEST == WEIR_STATE_FORMAT ?
+		psprintf("format %d", WEIR_STATE_FORMAT) :
+		psprintf("formats %d to %d", WEIR_STATE_FORMAT_OLDEST, WEIR_STATE_FORMAT);
 	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("the checkpoint of pipeline \"%s\" is in state format %d, this build of weir reads format %d",
-					name, format, WEIR_STATE_FORMAT),
-			 errdetail("It was written by another version of weir."),
-			 errhint("Drop and recreate the pipeline (its state is rebuilt from the topic), or run the weir build that wrote it.")));
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot restore the checkpoint of pipeline \"%s\": its state is in format %d",
+					name, format),
+			 errdetail("This build of weir (library %s) reads state %s; format %d was written by %s build of weir.",
+					   WEIR_LIBRARY_VERSION, readable, format,
+					   format > WEIR_STATE_FORMAT ? "a newer" : "an older"),
+			 errhint("Run a build of weir that reads state format %d, or drop and recreate the pipeline to rebuild its state from its topics; then call weir.start().",
+					 format)));
 }
 
 void

@@ -29,6 +29,17 @@
  */
 #define WEIR_STATE_FORMAT 3
 
+/*
+ * The oldest format this build still reads.  weir 0.1 (released) and 0.2
+ * write format 3.  A build that changes the layout bumps WEIR_STATE_FORMAT
+ * and either teaches the restore (window_chunks.c, keyed.c) to read the
+ * older images, leaving this alone, or raises it to its new format, so
+ * that chunks of an older one are refused with a clear error (never read
+ * as its own).  A format above WEIR_STATE_FORMAT was written by a newer
+ * build (the library was downgraded) and is refused too.
+ */
+#define WEIR_STATE_FORMAT_OLDEST 3
+
 typedef void (*WeirChunkCallback) (void *arg, const char *data, Size len);
 
 /* One chunk of a checkpoint: built in its sync phase, written in the async one */

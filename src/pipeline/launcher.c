@@ -40,6 +40,7 @@
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "base/transaction.h"
+#include "base/version.h"
 #include "capture/capture_catalog.h"
 #include "capture/local_decoder.h"
 #include "capture/remote_slot_drop.h"
@@ -320,6 +321,8 @@ pipelines_round(void)
 		ids = weir_catalog_enabled_pipelines();
 		capture_ids = weir_catalog_enabled_captures();
 		MemoryContextSwitchTo(oldcxt);
+		/* a library newer than the database's weir: say so, once */
+		weir_version_note_installed(weir_database);
 		slot_names = weir_catalog_capture_slot_names();
 	}
 	finish_transaction();

@@ -808,16 +808,20 @@ setup(int32 id, WeirPipelineSlot *slot)
 
 /*
  * Errors a restart cannot cure: the definition or the tables around it no
- * longer fit (write_target.c), or the owner lost a privilege.  The pipeline
- * is disabled with the error as its status, not restarted in a loop; its
- * owner fixes the cause and calls weir.start().
+ * longer fit (write_target.c), the owner lost a privilege, or the last
+ * checkpoint cannot be restored (chunks of a state format this build does
+ * not read, catalog_chunk.c, 0A000; a checkpoint that does not decode,
+ * XX001): each restart would read the same committed rows again.  The
+ * pipeline is disabled with the error as its status, not restarted in a
+ * loop; its owner fixes the cause and calls weir.start().
  */
 static bool
 error_is_permanent(int sqlerrcode)
 {
 	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION ||
 		sqlerrcode == ERRCODE_FEATURE_NOT_SUPPORTED ||
-		sqlerrcode == ERRCODE_UNDEFINED_OBJECT;
+		sqlerrcode == ERRCODE_UNDEFINED_OBJECT ||
+		sqlerrcode == ERRCODE_DATA_CORRUPTED;
 }
 
 /*
