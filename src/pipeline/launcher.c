@@ -313,7 +313,12 @@ pipelines_round(void)
 
 	start_transaction("weir: pipelines");
 	installed = OidIsValid(get_extension_oid("weir", true));
-	if (installed)
+	/*
+	 * weir.start_pipelines = off (a restored copy that must not act): no
+	 * worker runs, and those running are stopped below as if disabled;
+	 * nothing is done on remote servers either.
+	 */
+	if (installed && weir_start_pipelines)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
@@ -350,7 +355,7 @@ pipelines_round(void)
 		managed[i] = managed[--nmanaged];
 		i--;
 	}
-	if (installed)
+	if (installed && weir_start_pipelines)
 	{
 		start_transaction("weir: dropping the slots of dropped captures");
 		drop_orphan_slots(slot_names);
