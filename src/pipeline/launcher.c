@@ -12,6 +12,9 @@
  * memory so that backends can wake it.  An error in one round is logged and
  * the next round starts afresh; the postmaster restarts a launcher that dies.
  * Until CREATE EXTENSION weir has run in weir.database, rounds do nothing.
+ * With weir.start_pipelines off (a restored copy that must not act yet),
+ * rounds run no pipeline or capture and touch no remote server; retention
+ * goes on.
  *
  * Copyright (c) 2026, weir developers
  *
