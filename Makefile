@@ -26,7 +26,7 @@ OBJS = \
 	src/topic/topic_watermark.o \
 	src/definition/definition.o \
 	src/definition/definition_parse.o \
-	src/definition/definition_store.o src/definition/write_target.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/transaction.o src/base/act_as.o \
+	src/definition/definition_store.o src/definition/write_target.o src/definition/definition_restored.o src/sink/sink_guard.o src/pipeline/skip.o src/base/subxact.o src/base/transaction.o src/base/act_as.o \
 	src/definition/aggregate.o \
 	src/definition/change_topic.o \
 	src/state/store.o \
@@ -106,7 +106,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 # remote sinks speak libpq (src/sink/remote_link.c), as postgres_fdw does
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic sink_changes checkpoint_summary state_views remote_sink security poison pipeline_counters recovery_target progress explain_state reinstall
+REGRESS = setup topic_create topic_read topic_poll topic_views pipeline_define pipeline_run pipeline_generic pipeline_chain pipeline_dedup pipeline_dedup_refresh pipeline_session_touching pipeline_last_value pipeline_projection pipeline_join join_filter_late api_names chain_time capture_plugin capture_define change_topic sink_changes checkpoint_summary state_views remote_sink security poison pipeline_counters recovery_target progress explain_state dump_config reinstall
 REGRESS_OPTS = --temp-config=$(srcdir)/test/weir.conf --temp-instance=./tmp_regress
 
 ISOLATION = producers_reader producers_three consumer_sessions

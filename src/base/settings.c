@@ -37,6 +37,7 @@ int			weir_retention_batch_size = 10000;
 int			weir_time_index_interval = 10000;
 int			weir_sink_deletes_retention = 86400;	/* s */
 bool		weir_checkpoint_writer = true;
+bool		weir_start_pipelines = true;
 int			weir_read_ahead = WEIR_READ_AHEAD_AUTO;
 char	   *weir_fault_point = NULL;
 
@@ -171,6 +172,16 @@ weir_settings_define(void)
 							 &weir_read_ahead,
 							 WEIR_READ_AHEAD_AUTO,
 							 read_ahead_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("weir.start_pipelines",
+							 "Whether the launcher runs pipelines and captures.",
+							 "off: it starts none, stops those running, and leaves the remote servers of sinks and captures alone, "
+							 "for a copy restored from a dump or a backup that must not act. Their catalog rows are not changed.",
+							 &weir_start_pipelines,
+							 true,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);

@@ -27,6 +27,7 @@ extern int	weir_retention_batch_size;	/* rows per delete transaction */
 extern int	weir_time_index_interval;	/* ms between head samples */
 extern int	weir_sink_deletes_retention;	/* s a sink delete is kept for readers */
 extern bool weir_checkpoint_writer;	/* checkpoints written by a second process */
+extern bool weir_start_pipelines;	/* the launcher runs pipelines and captures */
 
 /* weir.read_ahead: whether sources are read by a second process */
 typedef enum WeirReadAheadMode

@@ -85,6 +85,58 @@ check_format(int32 id, int space)
 					 format)));
 }
 
+/*
+ * Refuse a checkpoint whose images hold OIDs of user-defined types that
+ * have other OIDs now: after pg_dump and pg_restore (into another database
+ * or cluster) every type made by a user is made again with a new OID, and
+ * an enum value, a composite, a range or an array element read with the
+ * old one would be garbage.  weir.pipeline.state_types names those types
+ * (a dump writes names, a restore resolves them anew) and
+ * state_type_image holds their OIDs and their enum labels' as the
+ * pipeline was created (numbers, kept as they were); the current image of
+ * the same types must contain it (weir._state_type_image, weir--0.1--0.2.sql).
+ * A database still at weir 0.1 has neither column and nothing to compare.
+ * Only when there are chunks: a pipeline without state has nothing to
+ * misread.
+ */
+static void
+check_type_oids(int32 id, int space)
+{
+	Oid			types[2] = {INT4OID, INT2OID};
+	Datum		values[2] = {Int32GetDatum(id), Int16GetDatum(space)};
+	char	   *name;
+	char	   *changed;
+
+	weir_catalog_exec("SELECT FROM pg_catalog.pg_attribute "
+					  "WHERE attrelid = 'weir.pipeline'::pg_catalog.regclass "
+					  "AND attname = 'state_type_image' AND NOT attisdropped",
+					  0, NULL, NULL, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	weir_catalog_exec("SELECT p.name, "
+					  "(SELECT pg_catalog.string_agg(DISTINCT "
+					  "p.state_types[pg_catalog.substring(x, '^[0-9]+')::integer]::pg_catalog.text, ', ') "
+					  "FROM pg_catalog.unnest(p.state_type_image) x "
+					  "WHERE x <> ALL (cur.image)) "
+					  "FROM weir.pipeline p, "
+					  "LATERAL (SELECT weir._state_type_image(p.state_types) AS image) cur "
+					  "WHERE p.id = $1 AND NOT cur.image @> p.state_type_image "
+					  "AND EXISTS (SELECT FROM weir.pipeline_chunk c "
+					  "WHERE c.pipeline_id = p.id AND c.space = $2)",
+					  2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	changed = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the checkpoint of pipeline \"%s\" holds values of types whose OIDs have changed",
+					name),
+			 errdetail("Types: %s.  Their OIDs (or their enum labels') are not those the state was written with, as after pg_restore: the state would be misread.",
+					   changed ? changed : "unknown"),
+			 errhint("Drop and recreate the pipeline (its state is rebuilt from its topics), or copy the database physically (pg_basebackup), which keeps OIDs.")));
+}
+
 void
 weir_catalog_write_chunk(int32 id, int space, int64 chunk, TimestampTz expires_at,
 						 int32 entries, bytea *data)
@@ -223,7 +275,8 @@ weir_catalog_chunks_size(int32 id, int64 *bytes, int64 *entries)
  * Feed every chunk of a pipeline to `cb`, oldest first, one at a time
  * (a chunk can be large).  Returns the number of chunks; *bytes their size,
  * *next_chunk the number after the newest.  A chunk of another state
- * format than this build's is an error, before any chunk is read.
+ * format than this build's is an error, before any chunk is read, and so
+ * are chunks holding OIDs of types that have changed (check_type_oids).
  */
 int64
 weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
@@ -240,6 +293,7 @@ weir_catalog_load_chunks(int32 id, int space, WeirChunkCallback cb, void *arg,
 	*next_chunk = 1;
 	weir_catalog_privileged_begin(&p);
 	check_format(id, space);
+	check_type_oids(id, space);
 	plan = SPI_prepare("SELECT chunk, data, entries FROM weir.pipeline_chunk "
 					   "WHERE pipeline_id = $1 AND space = $2 ORDER BY chunk", 2, types);
 	if (plan == NULL)

@@ -12,6 +12,9 @@
  * memory so that backends can wake it.  An error in one round is logged and
  * the next round starts afresh; the postmaster restarts a launcher that dies.
  * Until CREATE EXTENSION weir has run in weir.database, rounds do nothing.
+ * With weir.start_pipelines off (a restored copy that must not act yet),
+ * rounds run no pipeline or capture and touch no remote server; retention
+ * goes on.
  *
  * Copyright (c) 2026, weir developers
  *
@@ -314,7 +317,12 @@ pipelines_round(void)
 
 	start_transaction("weir: pipelines");
 	installed = OidIsValid(get_extension_oid("weir", true));
-	if (installed)
+	/*
+	 * weir.start_pipelines = off (a restored copy that must not act): no
+	 * worker runs, and those running are stopped below as if disabled;
+	 * nothing is done on remote servers either.
+	 */
+	if (installed && weir_start_pipelines)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
@@ -353,7 +361,7 @@ pipelines_round(void)
 		managed[i] = managed[--nmanaged];
 		i--;
 	}
-	if (installed)
+	if (installed && weir_start_pipelines)
 	{
 		start_transaction("weir: dropping the slots of dropped captures");
 		drop_orphan_slots(slot_names);

@@ -52,6 +52,7 @@
 #include "definition/definition_parse.h"
 #include "definition/definition_store.h"
 #include "definition/pipeline_plan.h"
+#include "definition/definition_restored.h"
 #include "definition/write_target.h"
 #include "sink/sink_remote.h"
 #include "state/window.h"
@@ -638,6 +639,7 @@ weir_start(PG_FUNCTION_ARGS)
 	weir_act_as_begin(&as, row.owner);
 	plan = weir_pipeline_plan(&row);
 	weir_check_tables(plan, &row, row.owner);
+	weir_definition_depend_again(plan, &row);
 	weir_act_as_end(&as);
 
 	weir_catalog_pipeline_set_enabled(row.id, true);

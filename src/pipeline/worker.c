@@ -66,6 +66,7 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "definition/aggregate.h"
 #include "definition/definition.h"
+#include "definition/definition_restored.h"
 #include "definition/write_target.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/read_ahead.h"
@@ -760,6 +761,8 @@ setup(int32 id, WeirPipelineSlot *slot)
 	w->slot = slot;
 	weir_transaction_begin();
 	MemoryContextSwitchTo(w->in.cxt);
+	/* a definition restored by pg_restore lost its dependencies */
+	weir_definition_depend_again(w->in.plan, &w->in.row);
 	w->out_of_orderness = weir_interval_usecs(&w->in.row.out_of_orderness, "out_of_orderness");
 	w->lateness = weir_interval_usecs(&w->in.row.allowed_lateness, "allowed_lateness");
 	w->idle_timeout = w->in.row.has_idle_timeout ?

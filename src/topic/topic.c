@@ -731,3 +731,33 @@ weir_forget_topic(PG_FUNCTION_ARGS)
 		weir_partition_forget_topic_at_commit(topic_id);
 	PG_RETURN_VOID();
 }
+
+/*
+ * AFTER INSERT FOR EACH ROW trigger of weir.topic.  A topic's partition
+ * slots are found by database and topic id; its positions are rebuilt from
+ * the table by the first user of a free slot.  weir.create_topic frees the
+ * slots a dropped topic of the same id left, and so must a restore, which
+ * inserts weir.topic's rows itself: pg_restore --clean into the same
+ * database (DROP EXTENSION weir leaves the slots of its topics, and the
+ * restored topics have their ids) would otherwise hand out positions from
+ * the old counters, which may be below the restored rows'.
+ */
+PG_FUNCTION_INFO_V1(weir_topic_row_added);
+Datum
+weir_topic_row_added(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	bool		isnull;
+	Datum		id;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		elog(ERROR, "weir_topic_row_added must be fired AFTER INSERT FOR EACH ROW");
+	id = heap_getattr(trigdata->tg_trigtuple, 1,
+					  RelationGetDescr(trigdata->tg_relation), &isnull);
+	if (!isnull && weir_preloaded)
+		weir_partition_forget_stale_topic(DatumGetInt32(id));
+	return PointerGetDatum(NULL);
+}
