@@ -176,24 +176,6 @@ run_local(WeirCaptureRow *capture, WeirCaptureSlot *slot)
 		ereport(LOG,
 				(errmsg("weir capture \"%s\" created replication slot \"%s\"",
 						capture->name, capture->slot_name)));
-		/*
-		 * A new slot decodes from now on, so no transaction it sends can be
-		 * in the topics yet.  The position of the last captured one, if
-		 * any, was of another slot, and after pg_restore into another
-		 * cluster it is an LSN of that cluster's WAL: skipping by it could
-		 * skip every change until this cluster's WAL passed it.
-		 */
-		if (capture->position != InvalidXLogRecPtr)
-		{
-			ereport(LOG,
-					(errmsg("weir capture \"%s\" starts from its new slot, not from position %X/%X",
-							capture->name, LSN_FORMAT_ARGS(capture->position)),
-					 errdetail("Changes committed before the slot was created and after that position are not in its topics.")));
-			capture->position = InvalidXLogRecPtr;
-			weir_transaction_begin();
-			weir_catalog_capture_set_position(capture->id, InvalidXLogRecPtr, 0);
-			weir_transaction_end();
-		}
 	}
 	else if (invalidated)
 		ereport(ERROR,
