@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh — THE test command.
 #
-#   scripts/test.sh                      # regress, isolation and TAP
+#   scripts/test.sh                      # regress, isolation, TAP and package
 #   scripts/test.sh regress tap          # only some suites
-#   scripts/test.sh package              # the Debian package (not by default)
+#   scripts/test.sh package              # the Debian package only
 #
 # Installs dependencies, builds and installs weir (scripts/setup.sh), then
 # runs each suite with `make installcheck` as the database OS user.  The
@@ -16,8 +16,8 @@
 #
 # The package suite runs scripts/package.sh: it builds postgresql-15-weir,
 # installs it over the system's PostgreSQL 15, runs the demo's checks against
-# it, then purges it and puts back the files it replaced.  It is not among the
-# default suites.
+# it, then purges it and puts back the files it replaced.  It runs last, so
+# the other suites test the build this script installed from the checkout.
 #
 # Knobs: WEIR_TIMEOUT_REGRESS / _ISOLATION / _TAP / _PACKAGE (seconds per suite);
 # PROVE_TESTS (TAP files to run, e.g. "test/t/012_chain_exactly_once.pl").
@@ -46,7 +46,7 @@ trap on_exit EXIT
 if [ "$#" -gt 0 ]; then
 	SUITES=("$@")
 else
-	SUITES=(regress isolation tap)
+	SUITES=(regress isolation tap package)
 fi
 for s in "${SUITES[@]}"; do
 	case "$s" in
