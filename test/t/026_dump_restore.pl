@@ -47,6 +47,11 @@
 #     and every sink equals the SQL oracle over all the data, row for row;
 #     late records and dead letters are exactly those of the dump.
 # The source itself passes the same comparisons (the oracle is right).
+# Last, the custom dump goes through pg_restore without
+# --single-transaction into another database of the source cluster
+# (copy_n): the same checks of what was restored (the pipelines' id
+# sequence instead of a new pipeline, which only weir.database may have),
+# and its topic takes a new row after the restored ones.
 
 use strict;
 use warnings;
@@ -339,24 +344,24 @@ is($err, '', 'psql said nothing on stderr (no error, no warning)');
 # What a restored database holds before its pipelines start.
 sub check_restored
 {
-	my ($db) = @_;
+	my ($node, $db) = @_;
 	my $label = $db;
-	is( $dst->safe_psql(
+	is( $node->safe_psql(
 			$db, q{
 SELECT string_agg(topic || ':' || partitions || ':' || (rows = (SELECT count(*) FROM ev))::text
 				  || ':' || coalesce(key_column, '-'), ',' ORDER BY topic::text)
   FROM weir.topics WHERE topic = 'ev'::regclass}),
 		'ev:4:true:k', "$label: topic ev is a topic again, with its rows");
-	is( $dst->safe_psql(
+	is( $node->safe_psql(
 			$db, q{
 SELECT t.head_positions = ARRAY(SELECT max(pos) FROM ev GROUP BY part ORDER BY part)
   FROM weir.topics t WHERE t.topic = 'ev'::regclass}),
 		't', "$label: ev's head positions are those of its rows");
-	is( $dst->safe_psql(
+	is( $node->safe_psql(
 			$db, q{SELECT string_agg(partition || ':' || committed_position, ',' ORDER BY partition)
 				FROM weir.topic_consumers WHERE consumer = 'c1'}),
 		$consumer, "$label: consumer c1's positions are restored");
-	is( $dst->safe_psql(
+	is( $node->safe_psql(
 			$db, q{
 SELECT string_agg(name || ':' || owner || ':' || operator || ':' || source || ':' ||
 				  coalesce(sink::text, '-') || ':' || definition, ',' ORDER BY name)
@@ -365,22 +370,32 @@ SELECT string_agg(name || ':' || owner || ':' || operator || ':' || source || ':
 		  . "lv:$su:last_value:ev:lv:weir_pipelines.lv,md:$su:last_value:moods:md:weir_pipelines.md,"
 		  . "pj:alice:projection:pay:pj:weir_pipelines.pj,win:$su:window:ev:win:weir_pipelines.win",
 		"$label: the pipelines, their owners, sources, sinks and definitions");
-	is( $dst->safe_psql(
+	is( $node->safe_psql(
 			$db, q{
 SELECT bool_and(worker_pid IS NULL AND last_checkpoint > 0 AND positions IS NOT NULL)
   FROM weir.pipelines}),
 		't', "$label: every pipeline has its positions and checkpoints, and no worker");
-	cmp_ok($dst->safe_psql($db, q{SELECT count(*) FROM weir.committed_state('win')}),
+	cmp_ok($node->safe_psql($db, q{SELECT count(*) FROM weir.committed_state('win')}),
 		'>', 0, "$label: win's checkpointed state reads back");
-	cmp_ok($dst->safe_psql($db, q{SELECT count(*) FROM weir.committed_state('dd')}),
+	cmp_ok($node->safe_psql($db, q{SELECT count(*) FROM weir.committed_state('dd')}),
 		'>', 0, "$label: dd's checkpointed state reads back");
-	my ($ret, $o, $e) = $dst->psql($db, q{SELECT count(*) FROM weir.committed_state('md')});
+	my ($ret, $o, $e) = $node->psql($db, q{SELECT count(*) FROM weir.committed_state('md')});
 	like($e, qr/holds values of types whose OIDs have changed.*mood/s,
 		"$label: md's state, of an enum with new OIDs, is refused, never misread");
-	is($dst->safe_psql($db, 'SELECT count(*) FROM weir.dead_letters'),
+	is($node->safe_psql($db, 'SELECT count(*) FROM weir.dead_letters'),
 		'4', "$label: the dead letters are restored");
-	# ids go on after the restored ones
-	is( $dst->safe_psql(
+	# ids go on after the restored ones (pipelines are made only in
+	# weir.database: elsewhere, the restored sequence says it)
+	if ($node != $dst)
+	{
+		is( $node->safe_psql(
+				$db, q{
+SELECT pg_sequence_last_value(pg_get_serial_sequence('weir.pipeline', 'id')::regclass)
+	   >= (SELECT max(id) FROM weir.pipeline)}),
+			't', "$label: the pipelines' id sequence is past the restored ids");
+		return;
+	}
+	is( $node->safe_psql(
 			$db, q{
 BEGIN;
 SELECT weir.create_projection('pj_new', 'pay', start => false)
@@ -394,7 +409,7 @@ sub run_restored
 {
 	my ($db) = @_;
 	my $label = $db;
-	check_restored($db);
+	check_restored($dst, $db);
 	# held back: the launcher serves this database, and starts nothing
 	ok( $dst->poll_query_until(
 			'postgres',
@@ -433,6 +448,25 @@ SELECT count(*) = 5 FROM weir.pipelines p
 		"$label: weir.start_pipelines off stops them");
 	return;
 }
+
+# pg_restore without --single-transaction, into another database of the
+# source cluster itself: everything is there as in the other cluster, and
+# its topics take new rows after the restored ones.  (The launcher serves
+# weir.database only, so this copy acts on nothing: a copy for analysis.)
+$src->safe_psql('postgres', 'CREATE DATABASE copy_n');
+($out, $err) = ('', '');
+$ok = IPC::Run::run([ 'pg_restore', '-d', $src->connstr('copy_n'), $custom ],
+	'>', \$out, '2>', \$err);
+ok($ok, 'pg_restore of the custom dump into another database of the same cluster');
+is($err, '', 'pg_restore said nothing (no error, no warning)');
+check_restored($src, 'copy_n');
+is( $src->safe_psql(
+		'copy_n', q{
+WITH before AS (SELECT max(pos) AS pos FROM ev WHERE part = 0),
+	 added AS (INSERT INTO ev (part, n, k, amount, eid, ts)
+			   VALUES (0, -100, 0, 1, -100, '2026-01-01') RETURNING pos)
+SELECT (SELECT pos FROM added) > (SELECT pos FROM before)}),
+	't', 'copy_n: its topic ev takes a new row after the restored ones');
 
 run_restored('restored_c');
 $dst->append_conf('postgresql.conf', "weir.database = 'restored_p'\n");
