@@ -124,3 +124,8 @@ include $(PGXS)
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes, so no object is ever built against an old struct layout.
 $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
+
+# Makefile.global empties PROVE_FLAGS: set after the include.  --timer puts
+# each TAP file's wall time in the log, so a suite that nears its timeout
+# (scripts/test.sh, WEIR_TIMEOUT_TAP) shows which file grew.
+PROVE_FLAGS = --timer
