@@ -174,6 +174,17 @@ sub chunks_written
 ok($src->poll_query_until('postgres', 'SELECT count(*) >= 3000 FROM ev WHERE n > 0'),
 	'the producers write');
 
+# A record is late once the watermark has passed its window: wait until the
+# pipelines have read far enough (the producers' rows reach base + 5 min at
+# 3000 rows, watermark = that - 2 min), not only until the topic holds them.
+# A worker that starts behind the producers (a loaded machine) would
+# otherwise read the late record before any watermark and count it.
+ok( $src->poll_query_until(
+		'postgres', qq{
+SELECT bool_and(coalesce(watermark > $base + interval '1 minute', false))
+  FROM weir.pipelines WHERE name IN ('win', 'dd', 'lv', 'jn')}),
+	'the event-time pipelines\' watermarks passed base + 1 minute');
+
 # a late record, a poison record (no event time), the enum topic's rows,
 # and a consumer's position, all processed before the dumps
 $src->safe_psql(
