@@ -64,7 +64,8 @@ SELECT key, value FROM weir.committed_state('dc_lv') ORDER BY key;
 -- After pg_restore the types are made again with new OIDs while the image
 -- keeps the old ones (as if: the image is set to other numbers here): the
 -- state is refused, never misread, by weir.committed_state and by the
--- worker, which stops with the error.
+-- worker, which fails with the error and disables the pipeline (0A000: a
+-- restart would not cure it).
 SELECT weir.stop('dc_lv');
 UPDATE weir.pipeline
    SET state_type_image = ARRAY(SELECT regexp_replace(x, '=([0-9]+)$', '=1\1')
@@ -80,7 +81,8 @@ BEGIN
 		PERFORM pg_sleep(0.1);
 	END LOOP;
 END $$;
-SELECT status, last_error FROM weir.pipelines WHERE name = 'dc_lv';
+SELECT status, last_error, (SELECT enabled FROM weir.pipeline WHERE name = 'dc_lv')
+  FROM weir.pipelines WHERE name = 'dc_lv';
 SELECT weir.stop('dc_lv');
 
 -- A pipeline without state has nothing to misread: it runs.

@@ -128,8 +128,13 @@ check_type_oids(int32 id, int space)
 		return;
 	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	changed = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	/*
+	 * 0A000, as for a state format this build does not read: no restart
+	 * brings the old OIDs back, so the worker disables the pipeline
+	 * (worker.c, error_is_permanent) rather than retry it in a loop.
+	 */
 	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("the checkpoint of pipeline \"%s\" holds values of types whose OIDs have changed",
 					name),
 			 errdetail("Types: %s.  Their OIDs (or their enum labels') are not those the state was written with, as after pg_restore: the state would be misread.",

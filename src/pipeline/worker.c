@@ -813,7 +813,8 @@ setup(int32 id, WeirPipelineSlot *slot)
  * Errors a restart cannot cure: the definition or the tables around it no
  * longer fit (write_target.c), the owner lost a privilege, or the last
  * checkpoint cannot be restored (chunks of a state format this build does
- * not read, catalog_chunk.c, 0A000; a checkpoint that does not decode,
+ * not read, or of values whose types have new OIDs since, as after
+ * pg_restore: catalog_chunk.c, 0A000; a checkpoint that does not decode,
  * XX001): each restart would read the same committed rows again.  The
  * pipeline is disabled with the error as its status, not restarted in a
  * loop; its owner fixes the cause and calls weir.start().
