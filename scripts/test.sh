@@ -163,6 +163,17 @@ suite_isolation() {
 	fi
 }
 
+# A suite killed by its timeout leaves the servers its tests started with
+# pg_ctl (they are not in make's process group) running, with their weir
+# workers: stop them, so they load neither the next suite nor the machine.
+stop_left_clusters() {
+	local pidfile
+	while IFS= read -r pidfile; do
+		echo "!!! stopping a server the suite left running: $(dirname "$pidfile")"
+		weir_as_pg "$("$PG_CONFIG" --bindir)/pg_ctl" stop -m immediate -D "$(dirname "$pidfile")" >/dev/null 2>&1 || true
+	done < <(find "$1" -name postmaster.pid 2>/dev/null || true)
+}
+
 # prove prints "Files=F, Tests=T, ..." and, for each file that failed,
 # "t/x.pl (Wstat: 256 (exited 1) Tests: 7 Failed: 2)".  Assertions count
 # individually; a file that failed without a failing assertion (died, bad
@@ -179,13 +190,21 @@ suite_tap() {
 	# PROVE_TESTS="test/t/012_x.pl ..." runs only those: passed to make as an
 	# argument, since the switch to the database user drops the environment
 	local only=()
-	[ -z "${PROVE_TESTS:-}" ] || only=("PROVE_TESTS=$PROVE_TESTS")
-	run_make tap "${WEIR_TIMEOUT_TAP:-1200}" REGRESS= ISOLATION= "${only[@]}"
+	if [ -n "${PROVE_TESTS:-}" ]; then
+		only=("PROVE_TESTS=$PROVE_TESTS")
+		files=$(wc -w <<<"$PROVE_TESTS")
+	fi
+	run_make tap "${WEIR_TIMEOUT_TAP:-1500}" REGRESS= ISOLATION= "${only[@]}"
 	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$LOGS/tap.log" | tail -n 1)
 	bad=0
 	ok=0
 	if [ -z "$total" ]; then
-		bad=$files		# prove never got to its summary
+		# prove never got to its summary (the suite timed out, or prove
+		# died): count the files it reported ok, and every other file as
+		# one failure, since their assertions were never all seen
+		ok=$(grep -cE 'test/t/[^ ]+\.pl \.+ ok' "$LOGS/tap.log" || true)
+		bad=$((files - ok))
+		echo "!!! prove printed no summary: $ok of $files files reported ok, the others count as failed"
 	else
 		local failed_asserts=0
 		while IFS= read -r line; do
@@ -203,6 +222,7 @@ suite_tap() {
 	if [ "$RC" -ne 0 ] && [ "$bad" -eq 0 ]; then
 		bad=1
 	fi
+	stop_left_clusters tmp_check
 	echo "tap: $ok passed, $bad failed"
 	PASSED=$((PASSED + ok))
 	FAILED=$((FAILED + bad))
