@@ -151,7 +151,7 @@ weir_settings_define(void)
 	/*
 	 * For tests of exactly-once only (test/t/019_remote_sink.pl): a process
 	 * that reaches the named point exits at once, as a crash there would
-	 * leave things, or (remote_commit_fails, remote_copy_fails) a step fails there
+	 * leave things, or (remote_commit_fails) a step fails there
 	 * (sink_remote.c names the points); and for weir.progress, a restore
 	 * or compaction that waits a second after each chunk
 	 * (restore_chunk_slow, compaction_chunk_slow: progress.c).

@@ -443,20 +443,6 @@ copy_piece(void *arg, StringInfo buf)
 	p->next = end;
 	if (!rs->binary)
 		AtEOXact_GUC(true, nest);
-	/*
-	 * Test only: the last piece of a COPY of several rows fails to encode,
-	 * as an output function's error would, with the earlier pieces already
-	 * at the remote; a COPY of one row (sink_guard.c's retry) goes through.
-	 */
-	if (end == cols[0].n && cols[0].n > 1 && weir_fault_point_is("remote_copy_fails"))
-	{
-		ereport(LOG,
-				(errmsg("weir fault point \"remote_copy_fails\" reached: a COPY of %d rows fails",
-						cols[0].n)));
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("%s: weir.fault_point \"remote_copy_fails\"", rs->what)));
-	}
 	else if (end == cols[0].n)
 		pq_sendint16(buf, (uint16) -1);
 	MemoryContextSwitchTo(old);

@@ -17,9 +17,6 @@
 #     PREPARE TRANSACTION there and the local commit), then
 #     remote_after_local_commit (between the local commit and COMMIT
 #     PREPARED);
-#   - the fault point remote_copy_fails (the last piece of every COPY of
-#     several rows fails to encode: weir must end the COPY there as failed,
-#     roll back to its savepoint and write the rows one by one);
 #   - an immediate restart of the remote server, then the remote server
 #     down for 4 seconds;
 #   - an immediate restart of the weir server.
@@ -238,31 +235,6 @@ insert_until('the transaction prepared before the local commit committed by the 
 	sub { log_count(qr/: committed the prepared transaction of checkpoint/) > 0 });
 pass('the fault point between the local commit and COMMIT PREPARED');
 wait_running_again('remote_after_local_commit');
-insert_for(2);
-
-# a COPY that fails half way: the remote is left in COPY until weir ends it
-# as failed; its transaction rolls back to the write's savepoint, and the
-# rows go again one by one (sink_guard.c), all of them: nothing is lost,
-# nothing is a dead letter, no checkpoint fails
-$hits = log_count(qr/fault point "remote_copy_fails" reached/);
-my $ckpt_before = $node->safe_psql('postgres',
-	q{SELECT last_checkpoint FROM weir.pipelines WHERE name = 'w2pc'});
-set_fault('remote_copy_fails');
-insert_until('a remote COPY failed at the fault point remote_copy_fails',
-	sub { log_count(qr/fault point "remote_copy_fails" reached/) > $hits });
-insert_until(
-	'a checkpoint of w2pc after a failed COPY',
-	sub {
-		$node->safe_psql('postgres', q{SELECT last_checkpoint FROM weir.pipelines WHERE name = 'w2pc'})
-		  > $ckpt_before + 1;
-	});
-reset_fault();
-is( $node->safe_psql(
-		'postgres',
-		q{SELECT count(*) FROM weir.pipelines WHERE last_error IS NOT NULL OR worker_pid IS NULL}),
-	'0', 'after failed COPYs both pipelines run, without an error');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM weir.dead_letters}),
-	'0', 'the rows of the failed COPYs are no dead letters: written again one by one');
 insert_for(2);
 
 # kill -9 of lv's worker
